@@ -1,0 +1,4 @@
+"""Extractors: chunk text -> topic segments with entity states."""
+from .base import Extractor
+
+__all__ = ["Extractor"]
