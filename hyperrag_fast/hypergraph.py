@@ -1,0 +1,198 @@
+"""The semi-merged topic hypergraph as arrays (DESIGN §2.1, STITCH-RAG §3.2, Alg. 2).
+
+``build_hypergraph`` turns per-chunk extractions (in preprocessing order) into the CSR
+arrays the kernels read, with the merge strategy of STITCH-RAG Definitions 2-3:
+
+* ``semi`` (default): one entity state per (chunk, name group); states of a group are
+  linked by phi and ordered by chunk index t_v.
+* ``full``: one node per name group, present in every chunk that names it.
+* ``none``: one node per mention; every group is a singleton (no cross-chunk link).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .kernels.build import build_arrays
+from .normalize import normalize_name
+from .records import Extraction
+
+MERGES = ("semi", "full", "none")
+
+#: array fields, in the order they are saved and checked.
+ARRAY_FIELDS = (
+    "node_chunk", "node_group", "edge_chunk", "edge_ptr", "edge_nodes", "node_ptr",
+    "node_edges", "group_ptr", "group_nodes", "chunk_ptr", "chunk_nodes", "nc_ptr",
+    "nc_chunks", "group_chunks",
+)
+
+
+@dataclass(eq=False)
+class Hypergraph:
+    """Symbolic index: int arrays (see DESIGN §2.1) plus the texts beside them.
+
+    ``nc_ptr/nc_chunks`` list the chunks of each node (one each unless ``full``);
+    ``group_chunks[g]`` counts the distinct chunks of group g.
+    """
+
+    merge: str
+    n_chunks: int
+    node_chunk: np.ndarray
+    node_group: np.ndarray
+    edge_chunk: np.ndarray
+    edge_ptr: np.ndarray
+    edge_nodes: np.ndarray
+    node_ptr: np.ndarray
+    node_edges: np.ndarray
+    group_ptr: np.ndarray
+    group_nodes: np.ndarray
+    chunk_ptr: np.ndarray
+    chunk_nodes: np.ndarray
+    nc_ptr: np.ndarray
+    nc_chunks: np.ndarray
+    group_chunks: np.ndarray
+    node_name: list[str] = field(default_factory=list)
+    node_desc: list[str] = field(default_factory=list)
+    edge_text: list[str] = field(default_factory=list)
+    group_key: list[str] = field(default_factory=list)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_chunk.shape[0])
+
+    @property
+    def n_edges(self) -> int:
+        return int(self.edge_chunk.shape[0])
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.group_ptr.shape[0] - 1)
+
+    @property
+    def n_incidences(self) -> int:
+        return int(self.edge_nodes.shape[0])
+
+    def group_sizes(self) -> np.ndarray:
+        """N_v per group: the number of states in it."""
+        return np.diff(self.group_ptr).astype(np.int64)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: getattr(self, k) for k in ARRAY_FIELDS}
+
+    def array_bytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays().values())
+
+
+def hypergraph_from_flat(
+    merge: str, n_chunks: int, n_groups: int, node_chunk, node_group, nc_node, nc_chunk,
+    edge_chunk, inc_edge, inc_node, **texts,
+) -> Hypergraph:
+    """All CSR arrays from flat int lists (see ``kernels.build.build_arrays``)."""
+    i32 = lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
+    node_chunk, node_group, edge_chunk = i32(node_chunk), i32(node_group), i32(edge_chunk)
+    nc_node, nc_chunk, inc_edge, inc_node = i32(nc_node), i32(nc_chunk), i32(inc_edge), i32(inc_node)
+    _check_range("node_chunk", node_chunk, n_chunks)
+    _check_range("edge_chunk", edge_chunk, n_chunks)
+    _check_range("nc_chunk", nc_chunk, n_chunks)
+    _check_range("node_group", node_group, n_groups)
+    _check_range("inc_node", inc_node, node_chunk.shape[0])
+    _check_range("nc_node", nc_node, node_chunk.shape[0])
+    _check_range("inc_edge", inc_edge, edge_chunk.shape[0])
+    arrs = build_arrays(n_chunks, n_groups, node_chunk, node_group, nc_node, nc_chunk,
+                        edge_chunk, inc_edge, inc_node)
+    names = ("edge_ptr", "edge_nodes", "node_ptr", "node_edges", "group_ptr", "group_nodes",
+             "chunk_ptr", "chunk_nodes", "nc_ptr", "nc_chunks", "group_chunks")
+    return Hypergraph(merge=merge, n_chunks=n_chunks, node_chunk=node_chunk,
+                      node_group=node_group, edge_chunk=edge_chunk,
+                      **dict(zip(names, arrs)), **texts)
+
+
+def _check_range(name: str, a: np.ndarray, n: int) -> None:
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise ValueError(f"{name} holds ids outside [0, {n})")
+
+
+def build_hypergraph(
+    extractions: Sequence[Extraction],
+    merge: str = "semi",
+    group_of: Callable[[str], str] | None = None,
+) -> Hypergraph:
+    """Hypergraph of chunks ``0..len(extractions)-1`` in preprocessing order.
+
+    Entity names are keyed by :func:`normalize_name` (phi); ``group_of`` maps a key to
+    its group key (e.g. a consolidation merge table), identity by default. Names that
+    normalise to "" are dropped. A chunk whose extraction failed has no states.
+    """
+    if merge not in MERGES:
+        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+    group_ids: dict[str, int] = {}
+    node_chunk: list[int] = []
+    node_group: list[int] = []
+    node_name: list[str] = []
+    node_descs: list[list[str]] = []
+    nc_node: list[int] = []
+    nc_chunk: list[int] = []
+    edge_chunk: list[int] = []
+    edge_text: list[str] = []
+    inc_edge: list[int] = []
+    inc_node: list[int] = []
+    full_nodes: dict[int, int] = {}  # group -> node (full merge)
+    node_last: list[int] = []  # last chunk each node was seen in
+    for c, ex in enumerate(extractions):
+        local: dict[int, int] = {}  # group -> node in this chunk (semi)
+        for seg in ex.segments:
+            e = len(edge_chunk)
+            edge_chunk.append(c)
+            edge_text.append(seg.topic)
+            in_edge: set[int] = set()
+            for name, desc in seg.entities:
+                key = normalize_name(name)
+                if not key:
+                    continue
+                gkey = group_of(key) if group_of is not None else key
+                g = group_ids.setdefault(gkey, len(group_ids))
+                if merge == "semi":
+                    v = local.get(g)
+                elif merge == "full":
+                    v = full_nodes.get(g)
+                else:
+                    v = None
+                if v is None:
+                    v = len(node_chunk)
+                    node_chunk.append(c)
+                    node_group.append(g)
+                    node_name.append(name.strip())
+                    node_descs.append([])
+                    node_last.append(c)
+                    nc_node.append(v)
+                    nc_chunk.append(c)
+                    if merge == "semi":
+                        local[g] = v
+                    elif merge == "full":
+                        full_nodes[g] = v
+                elif merge == "full" and node_last[v] != c:
+                    nc_node.append(v)
+                    nc_chunk.append(c)
+                node_last[v] = c
+                if desc and desc not in node_descs[v]:
+                    node_descs[v].append(desc)
+                if v not in in_edge:
+                    in_edge.add(v)
+                    inc_edge.append(e)
+                    inc_node.append(v)
+    group_key = [""] * len(group_ids)
+    for k, g in group_ids.items():
+        group_key[g] = k
+    if merge != "semi":
+        # every node is its own group: no cross-chunk name links (none), or the one
+        # merged node stands for the whole group (full).
+        group_key = [group_key[g] for g in node_group]
+        node_group = list(range(len(node_chunk)))
+    return hypergraph_from_flat(
+        merge, len(extractions), len(group_key), node_chunk, node_group, nc_node, nc_chunk,
+        edge_chunk, inc_edge, inc_node,
+        node_name=node_name, node_desc=[" ".join(d) for d in node_descs],
+        edge_text=edge_text, group_key=group_key,
+    )

@@ -1,0 +1,38 @@
+"""Layout of the float64 parameter vector the STITCH query kernel reads.
+
+One flat array keeps the kernel signature stable (one cached compilation) while the
+Python layer exposes every option by name (``hyperrag_fast.options.StitchOptions``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+DELTA = 0  # activation threshold delta (STITCH-RAG §3.3)
+LAMBDA = 1  # weight of max(0, sim(q, c)) in the prior
+DAMPING = 2  # PPR damping d
+DECAY = 3  # 0: exp(-tanh(a dt)) (paper), 1: exp(-a dt), 2: sigmoid gate 2/(1+exp(a dt))
+SPATIAL = 4  # 1: spatial channel on
+TEMPORAL = 5  # 1: temporal channel on
+AGG_DIV = 6  # divisor of A + a_space + a_time (paper: 3, the mean)
+PRIOR = 7  # 0: continuous I(c) (paper), 1: binary 1[Score(c) > 0]
+TEMPORAL_MAX_GROUP = 8  # groups with more members skip temporal bridging (inf: none skip)
+GRAPH_MAX_GROUP = 9  # groups in more chunks make no chunk-graph edges (inf: all do)
+GRAPH_WEIGHT = 10  # 0: unweighted deduplicated adjacency (paper), 1: sum of 1/|chunks of g|
+PPR = 11  # 0: none (rank by prior), 1: power iteration (paper), 2: forward push
+TOL = 12  # power: max-abs-change stop; push: bound on the L1 residual
+MAX_ITER = 13  # power-iteration cap
+TOPK = 14  # number of chunks returned
+N_PARAMS = 15
+
+DECAY_TANH, DECAY_EXP, DECAY_SIGMOID = 0, 1, 2
+PPR_NONE, PPR_POWER, PPR_PUSH = 0, 1, 2
+
+
+def paper_params() -> np.ndarray:
+    """STITCH-RAG §3.3 as published: delta 0.5, lambda 0.3, d 0.85, power iteration to 1e-6, k 8."""
+    p = np.zeros(N_PARAMS, dtype=np.float64)
+    p[DELTA], p[LAMBDA], p[DAMPING] = 0.5, 0.3, 0.85
+    p[DECAY], p[SPATIAL], p[TEMPORAL], p[AGG_DIV] = DECAY_TANH, 1, 1, 3
+    p[PRIOR], p[TEMPORAL_MAX_GROUP], p[GRAPH_MAX_GROUP] = 0, np.inf, np.inf
+    p[GRAPH_WEIGHT], p[PPR], p[TOL], p[MAX_ITER], p[TOPK] = 0, PPR_POWER, 1e-6, 10_000, 8
+    return p

@@ -1,0 +1,86 @@
+"""One STITCH query, DESIGN §3 steps 2-11, in a single compiled call."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import params as P
+from ._config import jit
+from .chunk_graph import chunk_graph
+from .ppr import ppr_power, ppr_push, topk_desc
+from .projection import chunk_prior, project_scores, query_chunk_set
+from .scratch import reset_scratch
+from .stibp import aggregate, run_stibp
+
+
+@jit
+def _node_detail(sc, div):
+    cnt = sc[14]
+    n = cnt[0]
+    ids = sc[5][:n].copy()
+    out = np.empty((4, n), dtype=np.float64)
+    for i in range(n):
+        v = ids[i]
+        out[0, i] = sc[0][v]
+        out[1, i] = sc[1][v]
+        out[2, i] = sc[2][v]
+        out[3, i] = aggregate(sc, v, div)
+    return ids, out
+
+
+@jit
+def _edge_detail(sc):
+    n = sc[14][1]
+    ids = sc[7][:n].copy()
+    vals = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        vals[i] = sc[6][ids[i]]
+    return ids, vals
+
+
+@jit
+def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, seed_values, prm, detail):
+    """Top-k chunks for one query vector (STITCH-RAG Alg. 1 lines 2-31).
+
+    ``ix``: index tuple (see ``hyperrag_fast.stitch.Hypergraph.kernel_arrays``);
+    ``sc``: this thread's scratch; ``prm``: the float64 vector of :mod:`.params`.
+    Returns (top chunk ids, top scores, C_q ids, chunk detail (4, |C_q|): sim, Score,
+    prior, pi; node ids, node detail (4, n): A, a_space, a_time, a; edge ids, S(e);
+    stats int64[4]: |C_q|, graph arrows, PPR iterations or pushes, touched nodes).
+    Without ``detail`` the node and edge arrays are empty.
+    """
+    div = prm[P.AGG_DIV]
+    run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm)
+    cq = query_chunk_set(ix, sc, cand_chunks, div)
+    score = project_scores(ix, sc, div)
+    prior, sims = chunk_prior(ix, sc, q, cq, score, cand_chunks, chunk_bonus, prm)
+    kind = int(prm[P.PPR])
+    stats = np.zeros(4, dtype=np.int64)
+    stats[0] = cq.shape[0]
+    stats[3] = sc[14][0]
+    if kind == P.PPR_NONE:
+        pi = prior.copy()
+    else:
+        ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
+        stats[1] = nbr.shape[0]
+        if kind == P.PPR_POWER:
+            pi, its = ppr_power(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.MAX_ITER]))
+            stats[2] = its
+        else:
+            pi, _res, pushes = ppr_push(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL])
+            stats[2] = pushes
+    order = topk_desc(pi, int(prm[P.TOPK]))
+    top_ids = cq[order].astype(np.int64)
+    top_scores = pi[order]
+    chunk_detail = np.empty((4, cq.shape[0]), dtype=np.float64)
+    chunk_detail[0] = sims
+    chunk_detail[1] = score
+    chunk_detail[2] = prior
+    chunk_detail[3] = pi
+    if detail:
+        node_ids, node_detail = _node_detail(sc, div)
+        edge_ids, edge_vals = _edge_detail(sc)
+    else:
+        node_ids, node_detail = np.empty(0, dtype=np.int32), np.empty((4, 0), dtype=np.float64)
+        edge_ids, edge_vals = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64)
+    reset_scratch(sc, cq)
+    return top_ids, top_scores, cq, chunk_detail, node_ids, node_detail, edge_ids, edge_vals, stats
