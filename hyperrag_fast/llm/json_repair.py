@@ -23,6 +23,7 @@ _LITERALS = {"true": True, "false": False, "null": None, "NaN": float("nan"),
 _PYTHON = {"True": True, "False": False, "None": None}
 _FENCE_TAG = re.compile(r"[A-Za-z0-9_+-]*[ \t]*\r?\n")
 _MAX_STARTS = 64
+_NOTHING = object()
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
 
@@ -57,7 +58,7 @@ def _parse(s: str) -> tuple[Any, tuple[str, ...]]:
     except ValueError:
         pass
     fenced = _fenced_strict(s)
-    if fenced is not None:
+    if fenced is not _NOTHING:
         return fenced, ("code fence",)
     first_error = None
     starts = [i for i, c in enumerate(s) if c in "[{"][:_MAX_STARTS]
@@ -84,10 +85,10 @@ def _parse(s: str) -> tuple[Any, tuple[str, ...]]:
     raise ValueError(f"unparseable JSON: {first_error}")
 
 
-def _fenced_strict(s: str) -> Any | None:
-    """The strictly parsed body of a leading ``` fence, or None."""
+def _fenced_strict(s: str) -> Any:
+    """The strictly parsed body of a leading ``` fence, or ``_NOTHING``."""
     if not s.startswith("```"):
-        return None
+        return _NOTHING
     body = s[3:]
     tag = _FENCE_TAG.match(body)
     if tag:
@@ -97,7 +98,7 @@ def _fenced_strict(s: str) -> Any | None:
             return json.loads(body[: m.start()].strip())
         except ValueError:
             continue
-    return None
+    return _NOTHING
 
 
 class _Parser:
