@@ -1,0 +1,195 @@
+"""Query orchestration: embed -> candidates -> method -> ranked chunks (DESIGN §2, §3).
+
+A retrieval *method* is a function ``(state, qvec, query_text, options) -> MethodOutput``
+registered under a name with :func:`register_method`; "stitch" (STITCH-RAG Alg. 1 via
+:class:`~hyperrag_fast.engine.StitchEngine`) and "dense" (chunk cosine, exact) ship here.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .embed.base import Embedder
+from .engine import StitchEngine
+from .index import HyperIndex, check_embedder
+from .options import StitchOptions
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """STITCH options plus candidate budgets K_V (k_nodes), K_E (k_edges), K_C (k_chunks)
+    (DESIGN §3 step 1) and the method name. ``top_k`` is ``stitch.top_k``."""
+
+    stitch: StitchOptions = field(default_factory=StitchOptions)
+    k_nodes: int = 50
+    k_edges: int = 50
+    k_chunks: int = 50
+    method: str = "stitch"
+
+    def __post_init__(self) -> None:
+        for name in ("k_nodes", "k_edges", "k_chunks"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; registered: {sorted(METHODS)}")
+
+    @property
+    def top_k(self) -> int:
+        return self.stitch.top_k
+
+    def with_top_k(self, k: int) -> "QueryOptions":
+        return replace(self, stitch=self.stitch.replace(top_k=k))
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
+    score: float
+    start: int
+    end: int
+
+
+@dataclass
+class RetrievalResult:
+    """Ranked chunks, timings in ms (embed_ms, candidates_ms, graph_ms) and, when asked,
+    the method's intermediates in ``detail``."""
+
+    query: str
+    chunks: list[RetrievedChunk]
+    timings: dict[str, float]
+    detail: dict[str, Any] | None = None
+
+
+@dataclass
+class MethodOutput:
+    """What a method returns: chunk rows (int) best first, their scores, optional detail,
+    and the time it spent on candidate search and on graph work."""
+
+    chunk_ids: np.ndarray
+    scores: np.ndarray
+    detail: dict[str, Any] | None = None
+    candidates_ms: float = 0.0
+    graph_ms: float = 0.0
+
+
+@dataclass
+class RetrieverState:
+    """Read-only query-time state shared by methods (safe to read from many threads)."""
+
+    index: HyperIndex
+    engine: StitchEngine
+
+
+Method = Callable[[RetrieverState, np.ndarray, str, QueryOptions, bool], MethodOutput]
+METHODS: dict[str, Method] = {}
+
+
+def register_method(name: str, fn: Method) -> Method:
+    """Register ``fn(state, qvec, query_text, options, detail) -> MethodOutput``."""
+    METHODS[name] = fn
+    return fn
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1e3
+
+
+def stitch_method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
+                  detail: bool) -> MethodOutput:
+    """STITCH-RAG Alg. 1: ANN candidates V0 (nodes), E0 (edges), C0 (chunks), then the engine."""
+    t0 = time.perf_counter()
+    ann = state.index.ann
+    v0, _ = ann["node_vec"].search(q, o.k_nodes)
+    e0, e0_sim = ann["edge_vec"].search(q, o.k_edges)
+    c0, _ = ann["chunk_vec"].search(q, o.k_chunks)
+    cand_ms = _ms(t0)
+    t0 = time.perf_counter()
+    r = state.engine.query(q, v0, c0, o.stitch, detail=detail)
+    graph_ms = _ms(t0)
+    d = None
+    if detail:
+        d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
+        # E0 is reported only: the engine reads S(e) for every hyperedge it touches.
+        d.update(cand_nodes=v0, cand_chunks=c0, cand_edges=e0, cand_edges_sim=e0_sim)
+    return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
+
+
+def dense_method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
+                 detail: bool) -> MethodOutput:
+    """Chunk cosine only, exact top-k (the dense baseline of DESIGN §1)."""
+    t0 = time.perf_counter()
+    ids, sims = state.index.ann["chunk_vec"].search(q, o.top_k, exact=True)
+    return MethodOutput(ids, sims, {} if detail else None, _ms(t0), 0.0)
+
+
+register_method("stitch", stitch_method)
+register_method("dense", dense_method)
+
+
+class Retriever:
+    """Answers queries against one :class:`HyperIndex` snapshot (make a new Retriever
+    after ``index.add``/``delete``). Thread-safe: the engine keeps per-thread scratch,
+    searches only read shared arrays."""
+
+    def __init__(self, index: HyperIndex, embedder: Embedder | None = None,
+                 options: QueryOptions | None = None) -> None:
+        embedder = embedder or index.embedder
+        if embedder is None:
+            raise ValueError("Retriever needs an embedder (the index was loaded without one)")
+        check_embedder(embedder, index.embedder_name, index.embedder_dim, "the index")
+        self.index = index
+        self.embedder = embedder
+        self.options = options or QueryOptions()
+        self.state = RetrieverState(index, StitchEngine(index.graph, index.node_vec,
+                                                        index.edge_vec, index.chunk_vec))
+
+    def warmup(self) -> None:
+        """Compile/load the kernels and touch every search path once."""
+        self.state.engine.warmup(self.options.stitch)
+        q = self.embedder.embed(["warmup"])[0]
+        for name in METHODS:
+            self._run(q, "warmup", replace(self.options, method=name), False)
+
+    def _embed(self, queries: Sequence[str]) -> np.ndarray:
+        vecs = np.asarray(self.embedder.embed(list(queries)), dtype=np.float32)
+        if vecs.shape != (len(queries), self.index.embedder_dim):
+            raise ValueError(f"embedder returned shape {vecs.shape}")
+        return vecs
+
+    def _run(self, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
+        return METHODS[o.method](self.state, q, text, o, detail)
+
+    def _result(self, text: str, out: MethodOutput, embed_ms: float) -> RetrievalResult:
+        chunks = self.index.chunks
+        got = [RetrievedChunk(c.chunk_id, c.doc_id, c.title, c.text, float(s), c.start, c.end)
+               for c, s in ((chunks[int(i)], s) for i, s in zip(out.chunk_ids, out.scores))]
+        t = {"embed_ms": embed_ms, "candidates_ms": out.candidates_ms, "graph_ms": out.graph_ms}
+        return RetrievalResult(text, got, t, out.detail)
+
+    def retrieve(self, query: str, options: QueryOptions | None = None,
+                 detail: bool = False) -> RetrievalResult:
+        """Top ``options.top_k`` chunks for one query."""
+        return self.retrieve_batch([query], options, detail)[0]
+
+    def retrieve_batch(self, queries: Sequence[str], options: QueryOptions | None = None,
+                       detail: bool = False) -> list[RetrievalResult]:
+        """Embed all queries in one call, then rank each; ``embed_ms`` is the per-query share."""
+        if isinstance(queries, str):
+            raise TypeError("retrieve_batch takes a list of queries, not a string")
+        o = options or self.options
+        if o.method not in METHODS:
+            raise ValueError(f"unknown method {o.method!r}; registered: {sorted(METHODS)}")
+        if not queries:
+            return []
+        t0 = time.perf_counter()
+        Q = self._embed(queries)
+        embed_ms = _ms(t0) / len(queries)
+        return [self._result(text, self._run(q, text, o, detail), embed_ms)
+                for text, q in zip(queries, Q)]
