@@ -1,0 +1,270 @@
+"""``hyperrag`` command line: index, add, delete, query, info, demo (DESIGN §2).
+
+Every command takes ``--json``; errors (missing paths, corrupted or mismatched index,
+missing optional packages) print one line on stderr and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .store import IndexError_, read_manifest
+
+EXAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus" / "texts"
+DEMO_QUESTIONS = (
+    "In which town did Ada Lovelace's father die?",
+    "On which river is the birthplace of Marie Curie?",
+    "In which city was the device that inspired the Analytical Engine's punched cards "
+    "first demonstrated?",
+)
+
+
+class CliError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+# ------------------------------------------------------------------ components
+def make_embedder(kind: str):
+    """``minilm`` (int8 ONNX all-MiniLM-L6-v2, the default) or ``hashing`` (tests only)."""
+    if kind == "hashing":
+        from .embed.hashing import HashingEmbedder
+        return HashingEmbedder()
+    from .embed.onnx_minilm import OnnxMiniLM
+    return OnnxMiniLM()
+
+
+def make_extractor(kind: str):
+    """``offline`` (spaCy, the default) or ``regex`` (dependency-free, tests only)."""
+    from .extract.offline import OfflineExtractor, RegexExtractor
+    return RegexExtractor() if kind == "regex" else OfflineExtractor()
+
+
+def embedder_for(manifest: dict[str, Any]):
+    """The embedder an index was built with, from its manifest name."""
+    name = manifest["embedder"]["name"]
+    if name.startswith("all-MiniLM-L6-v2-onnx-int8"):
+        return make_embedder("minilm")
+    if name.startswith("hashing-v1:"):
+        from .embed.hashing import HashingEmbedder
+        parts = dict(p.split("=", 1) for p in name.split(":")[1:])
+        return HashingEmbedder(dim=int(parts["dim"]), seed=int(parts["seed"]))
+    raise CliError(f"the index was built with embedder {name!r}, which the CLI cannot "
+                   f"construct; use the Python API")
+
+
+def extractor_for(manifest: dict[str, Any]):
+    name = manifest["extractor"]
+    if name.startswith("offline-spacy"):
+        return make_extractor("offline")
+    if name.startswith("regex-v1"):
+        return make_extractor("regex")
+    raise CliError(f"the index was built with extractor {name!r}, which the CLI cannot "
+                   f"construct; use the Python API")
+
+
+def _load(path: str, with_extractor: bool = False, verify: bool = True):
+    from .index import HyperIndex
+    manifest = read_manifest(path)
+    return HyperIndex.load(path, embedder=embedder_for(manifest), verify=verify,
+                           extractor=extractor_for(manifest) if with_extractor else None)
+
+
+def _existing(path: str) -> str:
+    if not Path(path).exists():
+        raise CliError(f"no such file or folder: {path}")
+    return path
+
+
+# -------------------------------------------------------------------- commands
+def cmd_index(a) -> dict[str, Any]:
+    from .index import HyperIndex
+    ix = HyperIndex.build(_existing(a.source), make_extractor(a.extractor),
+                          make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
+                          max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir)
+    ix.save(a.index)
+    return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
+
+
+def cmd_add(a) -> dict[str, Any]:
+    ix = _load(a.index, with_extractor=True)
+    rep = ix.add(_existing(a.source), progress=not a.quiet)
+    ix.save(a.index)
+    return {"index": a.index, "report": _report(rep), "counts": ix.manifest()["counts"]}
+
+
+def cmd_delete(a) -> dict[str, Any]:
+    ix = _load(a.index)
+    try:
+        removed = ix.delete(a.doc_ids)
+    except KeyError as e:
+        raise CliError(e.args[0]) from None
+    ix.save(a.index)
+    return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
+
+
+def cmd_query(a) -> dict[str, Any]:
+    from .retriever import QueryOptions, Retriever
+    ix = _load(a.index, verify=not a.no_verify)
+    opts = QueryOptions(method=a.method, k_nodes=a.k_nodes, k_edges=a.k_edges,
+                        k_chunks=a.k_chunks).with_top_k(a.top_k)
+    res = Retriever(ix).retrieve(a.text, opts, detail=a.explain)
+    out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
+                           "chunks": [vars(c) for c in res.chunks]}
+    if a.explain:
+        out["explain"] = {k: _plain(v) for k, v in (res.detail or {}).items()}
+        if "cq" in out["explain"]:
+            out["explain"]["cq_chunk_ids"] = [ix.chunks[i].chunk_id for i in out["explain"]["cq"]]
+    return out
+
+
+def cmd_info(a) -> dict[str, Any]:
+    ix = _load(a.index, verify=not a.no_verify)
+    g = ix.graph
+    sizes = Counter()
+    for key, n in zip(g.group_key, g.group_sizes().tolist()):
+        sizes[key] += n
+    m = read_manifest(a.index)
+    m.pop("files", None)
+    return {"manifest": m, "biggest_groups": sizes.most_common(a.groups)}
+
+
+def cmd_demo(a) -> dict[str, Any]:
+    from .index import HyperIndex
+    from .retriever import Retriever
+    if not EXAMPLE_CORPUS.is_dir():
+        raise CliError(f"the example corpus is not at {EXAMPLE_CORPUS} (it ships with the "
+                       f"source checkout, not with an installed wheel)")
+    target = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="hyperrag-demo-")) / "index"
+    embedder = make_embedder(a.embedder)
+    ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor), embedder,
+                          progress=not a.quiet)
+    ix.save(target)
+    from .options import StitchOptions
+    from .retriever import QueryOptions
+    r = Retriever(ix, embedder)
+    # the paper's constants, DESIGN §8 directions (IDF weight, sparse low-d PPR), dense.
+    variants = {
+        "stitch-paper": QueryOptions(),
+        "stitch-sec8": QueryOptions(stitch=StitchOptions(
+            group_weight="idf", damping=0.2, graph_weight="inverse_size", graph_max_group=10)),
+        "dense": QueryOptions(method="dense"),
+    }
+    answers = []
+    for q in DEMO_QUESTIONS:
+        tops = {name: [{"doc_id": c.doc_id, "title": c.title, "score": c.score}
+                       for c in r.retrieve(q, o).chunks[:3]] for name, o in variants.items()}
+        answers.append({"query": q, "top": tops})
+    return {"index": str(target), "counts": ix.manifest()["counts"], "answers": answers}
+
+
+def _report(rep) -> dict[str, Any]:
+    return {"summary": rep.summary(), "skipped": rep.skipped,
+            "extraction_errors": len(rep.extraction_errors),
+            "error_reasons": rep.error_reasons()}
+
+
+def _plain(v: Any) -> Any:
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    from .hypergraph import MERGES
+    p = argparse.ArgumentParser(prog="hyperrag", description="STITCH-RAG multi-hop retrieval")
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--quiet", action="store_true", help="no progress bars")
+    comp = argparse.ArgumentParser(add_help=False)
+    comp.add_argument("--extractor", choices=("offline", "regex"), default="offline")
+    comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+
+    s = sub.add_parser("index", parents=[common, comp], help="index documents")
+    s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
+    s.add_argument("index", help="index directory to write")
+    s.add_argument("--merge", choices=MERGES, default="semi")
+    s.add_argument("--max-tokens", type=int, default=256)
+    s.add_argument("--overlap", type=int, default=0)
+    s.add_argument("--cache-dir", default=None, help="embedding cache directory")
+    s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("add", parents=[common], help="add documents to an index")
+    s.add_argument("index")
+    s.add_argument("source")
+    s.set_defaults(func=cmd_add)
+
+    s = sub.add_parser("delete", parents=[common], help="delete documents by id")
+    s.add_argument("index")
+    s.add_argument("doc_ids", nargs="+")
+    s.set_defaults(func=cmd_delete)
+
+    s = sub.add_parser("query", parents=[common], help="retrieve chunks (JSON)")
+    s.add_argument("index")
+    s.add_argument("text")
+    from .retriever import METHODS
+    s.add_argument("--method", choices=sorted(METHODS), default="stitch")
+    s.add_argument("--top-k", type=int, default=8)
+    s.add_argument("--k-nodes", type=int, default=50)
+    s.add_argument("--k-edges", type=int, default=50)
+    s.add_argument("--k-chunks", type=int, default=50)
+    s.add_argument("--explain", action="store_true", help="include intermediates")
+    s.add_argument("--no-verify", action="store_true", help="skip checksums")
+    s.set_defaults(func=cmd_query)
+
+    s = sub.add_parser("info", parents=[common], help="manifest, counts, biggest name groups")
+    s.add_argument("index")
+    s.add_argument("--groups", type=int, default=10)
+    s.add_argument("--no-verify", action="store_true")
+    s.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("demo", parents=[common, comp], help="index the example corpus, ask")
+    s.add_argument("--dir", default=None, help="where to write the demo index")
+    s.set_defaults(func=cmd_demo)
+    return p
+
+
+def _print_human(cmd: str, out: dict[str, Any]) -> None:
+    if cmd == "query":
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    elif cmd == "demo":
+        print(f"indexed {out['counts']['chunks']} chunks into {out['index']}")
+        for a in out["answers"]:
+            print(f"\nQ: {a['query']}")
+            for name, top in a["top"].items():
+                print(f"  {name:>13}: " + " | ".join(t["title"] for t in top))
+    elif cmd == "info":
+        m = out["manifest"]
+        print(f"format {m['format_version']}, embedder {m['embedder']['name']} "
+              f"(dim {m['embedder']['dim']}), extractor {m['extractor']}, merge {m['merge']}")
+        print("counts: " + ", ".join(f"{k}={v}" for k, v in m["counts"].items()))
+        print("biggest name groups: " + ", ".join(f"{k} ({n})" for k, n in out["biggest_groups"]))
+    else:
+        if "report" in out:
+            print(out["report"]["summary"])
+        print("counts: " + ", ".join(f"{k}={v}" for k, v in out["counts"].items()))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        out = args.func(args)
+    except (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
+            ValueError) as e:
+        print(f"hyperrag: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, default=_plain))
+    else:
+        _print_human(args.command, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
