@@ -39,7 +39,7 @@ returns the data items in reverse order (with correct ``index`` fields).
 Recording (thread-safe): ``endpoint.requests`` (list of parsed JSON bodies),
 ``endpoint.count`` and ``endpoint.count_where(pred)``, ``chat.count_mentioning(s)``
 (requests whose messages contain ``s``), ``endpoint.in_flight`` /
-``endpoint.max_in_flight``. A responder that raises answers 500 and is recorded in
+``endpoint.max_in_flight``; ``endpoint.reset()`` clears script and log. A responder that raises answers 500 and is recorded in
 ``srv.errors``; the fixture fails the test at teardown if that list is non-empty.
 """
 from __future__ import annotations

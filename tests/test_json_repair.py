@@ -51,6 +51,8 @@ def test_container_in_prose_and_fences_round_trips(value, before, after, fence, 
     ('[1, 2', [1], "truncated: dropped the incomplete final element"),
     ('[{"a": 1}, {"b": 2}', [{"a": 1}, {"b": 2}], "truncated: missing closing bracket"),
     ('Here you go:\n[1]\nThanks!', [1], "leading prose"),
+    ('Output\n[1]', [1], "leading prose"),
+    ('[1] and more', [1], "trailing prose"),
     ('I found {3} items: [{"k": "v"}]', [{"k": "v"}], "leading prose"),
     ("```json\n[1, 2,]\n```", [1, 2], "code fence"),
 ])

@@ -153,3 +153,23 @@ def test_retry_policy_backoff_bounds():
             assert hi / 2 <= pol.backoff(attempt) <= hi
     with pytest.raises(ValueError):
         RetryPolicy(max_attempts=0)
+
+
+def test_server_records_errors_models_and_mentions():
+    import urllib.request
+
+    from openai_server import OpenAIServer
+
+    with OpenAIServer() as srv:
+        with urllib.request.urlopen(srv.base_url + "/models", timeout=5) as r:
+            assert b"test-model" in r.read()
+        srv.chat.responder = lambda m: 1 / 0
+        with pytest.raises(LLMError, match="non-retryable.*HTTP 500|after 4 attempts"):
+            client(srv).complete(MSG)
+        assert srv.errors and "ZeroDivisionError" in srv.errors[0]
+        from hyperrag_fast.embed.openai_embed import OpenAIEmbedder
+
+        OpenAIEmbedder(srv.base_url, "e", "k").embed(["alpha", "beta"])
+        assert srv.embeddings.count_mentioning("beta") == 1
+        srv.chat.reset()
+        assert srv.chat.count == 0 and srv.chat.max_in_flight == 0

@@ -190,3 +190,22 @@ def test_constructor_validation(openai_server, tmp_path):
         extractor(openai_server, tmp_path, max_concurrency=0)
     with pytest.raises(ValueError):
         extractor(openai_server, tmp_path, prompt_version="")
+
+
+def test_parser_fixes_apply_to_cached_answers(openai_server, tmp_path, monkeypatch):
+    import hyperrag_fast.extract.llm as mod
+
+    openai_server.chat.responder = good_responder
+    real = mod.parse_segments
+
+    def broken(raw):
+        raise ValueError("old parser bug")
+
+    monkeypatch.setattr(mod, "parse_segments", broken)
+    out = extractor(openai_server, tmp_path).extract(chunks(2))
+    assert all("old parser bug" in e.error for e in out)
+    n = openai_server.chat.count
+    monkeypatch.setattr(mod, "parse_segments", real)
+    fixed = extractor(openai_server, tmp_path)
+    assert fixed.extract(chunks(2)) == [expected("text 0"), expected("text 1")]
+    assert openai_server.chat.count == n and fixed.stats["calls"] == 0

@@ -19,6 +19,7 @@ the prompt changes.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections import Counter
@@ -31,6 +32,8 @@ from ..records import Chunk, Extraction, Segment
 from .base import Progress
 
 __all__ = ["LLMExtractor", "PROMPT_VERSION", "build_messages", "parse_segments"]
+
+log = logging.getLogger(__name__)
 
 PROMPT_VERSION = "stitch-a1"
 
@@ -151,7 +154,11 @@ class LLMExtractor:
 
     def extract(self, chunks: Sequence[Chunk], progress: Progress | None = None
                 ) -> list[Extraction]:
-        """One Extraction per chunk, in order; unusable chunks carry ``error``."""
+        """One Extraction per chunk, in order; unusable chunks carry ``error``.
+
+        ``progress(n)`` is called (serialised, from worker threads) as chunks finish.
+        Raises only for bugs (not LLM failures); finished answers stay cached.
+        """
         self.failures, self.stats = [], Counter()
         keys = [cache_key(self.client.model, self.prompt_version, c.text) for c in chunks]
         groups: dict[str, list[Chunk]] = {}
@@ -180,6 +187,9 @@ class LLMExtractor:
                 self.failures.append((c.chunk_id, ex.error))
             out.append(ex)
         self.stats["failures"] = len(self.failures)
+        if self.failures:
+            log.warning("%s: %d of %d chunks failed extraction (see .failures); first: %s: %s",
+                        self.name, len(self.failures), len(chunks), *self.failures[0])
         return out
 
     def _one(self, cache: KVCache, key: str, text: str) -> Extraction:

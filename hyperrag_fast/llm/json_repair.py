@@ -75,7 +75,9 @@ def _parse(s: str) -> tuple[Any, tuple[str, ...]]:
         if s.startswith("```"):
             notes.add("code fence")
         before, after = s[:start].strip(), s[p.i:].strip()
-        if before.lstrip("`").lstrip() and not _FENCE_TAG.fullmatch(before.lstrip("`") + "\n"):
+        if before.startswith("```") and _FENCE_TAG.fullmatch(before[3:] + "\n"):
+            before = ""
+        if before:
             notes.add("leading prose")
         if after.strip("`").strip():
             notes.add("trailing prose")
