@@ -171,7 +171,8 @@ class HyperIndex:
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove every chunk of the given documents; returns the number removed.
-        Unknown ids raise KeyError. Nothing is re-extracted or re-embedded."""
+        Unknown ids raise KeyError. Nothing is re-extracted; under ``merge="full"`` a merged
+        node's description changes, so those new texts are embedded (needs the embedder)."""
         doc_ids = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids)
         unknown = sorted(set(doc_ids) - set(self.doc_ids))
         if unknown:
@@ -181,8 +182,9 @@ class HyperIndex:
         if not keep:
             raise ValueError("deleting these documents would leave the index empty")
         removed = len(self.chunks) - len(keep)
+        emb = self.embedder or _NoEmbedder(self.embedder_name, self.embedder_dim)
         self._rebuilt([self.chunks[i] for i in keep], [self.extractions[i] for i in keep],
-                      _NoEmbedder(self.embedder_name, self.embedder_dim), False, BuildReport())
+                      emb, False, BuildReport())
         return removed
 
     def _check_extractor(self, ex: Extractor | None) -> Extractor:
@@ -270,13 +272,14 @@ def check_embedder(embedder: Embedder, name: str, dim: int, where: str) -> None:
 
 
 class _NoEmbedder:
-    """Stands in for the embedder when every text is known (delete never embeds)."""
+    """Stands in for a missing embedder in delete (only full merge creates new texts)."""
 
     def __init__(self, name: str, dim: int) -> None:
         self.name, self.dim = name, dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        raise RuntimeError("internal error: delete() needed to embed a text")
+        raise ValueError("deleting from this index changes merged node descriptions, which "
+                         "must be embedded: load the index with its embedder")
 
 
 # --------------------------------------------------------------------- helpers

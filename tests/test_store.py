@@ -1,0 +1,129 @@
+"""Index directory persistence: round trip, mmap, corruption, mismatch, atomic save."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hyperrag_fast import store
+from hyperrag_fast.embed.hashing import HashingEmbedder
+from hyperrag_fast.extract.offline import RegexExtractor
+from hyperrag_fast.hypergraph import ARRAY_FIELDS
+from hyperrag_fast.index import HyperIndex
+from hyperrag_fast.store import IndexCorruptedError, IndexMismatchError
+
+DOCS = [
+    {"id": "ada", "title": "Ada Lovelace", "text": "Ada Lovelace was the daughter of Lord Byron. "
+     "She worked with Charles Babbage on the Analytical Engine."},
+    {"id": "byron", "title": "Lord Byron", "text": "Lord Byron was an English poet. "
+     "He died at Missolonghi in Greece."},
+    {"id": "babbage", "title": "Charles Babbage", "text": "Charles Babbage was born in London. "
+     "He designed the Analytical Engine."},
+]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return HyperIndex.build(DOCS, RegexExtractor(), HashingEmbedder(), progress=False)
+
+
+def _same(a: HyperIndex, b: HyperIndex) -> None:
+    for k in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(a.graph, k), getattr(b.graph, k), err_msg=k)
+    for k, v in a.vectors().items():
+        np.testing.assert_array_equal(v, b.vectors()[k], err_msg=k)
+    assert a.chunks == b.chunks and a.extractions == b.extractions
+    assert a.graph.node_desc == b.graph.node_desc and a.graph.edge_text == b.graph.edge_text
+    assert a.graph.group_key == b.graph.group_key
+
+
+@pytest.mark.parametrize("mmap", [True, False])
+def test_round_trip(tmp_path, index, mmap):
+    index.save(tmp_path / "ix")
+    got = HyperIndex.load(tmp_path / "ix", HashingEmbedder(), mmap=mmap)
+    _same(index, got)
+    assert isinstance(got.node_vec, np.memmap) == mmap
+    assert got.chunks[0].metadata == index.chunks[0].metadata
+    m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    assert m["format_version"] == store.FORMAT_VERSION
+    assert m["counts"]["chunks"] == 3 and m["embedder"]["dim"] == 64
+    assert all(len(d) == 64 for d in m["files"].values())
+
+
+def test_flipped_byte_is_reported(tmp_path, index):
+    index.save(tmp_path / "ix")
+    f = tmp_path / "ix" / "vectors" / "node_vec.npy"
+    data = bytearray(f.read_bytes())
+    data[-3] ^= 0xFF
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="node_vec.npy"):
+        HyperIndex.load(tmp_path / "ix")
+    HyperIndex.load(tmp_path / "ix", verify=False)  # unverified load still reads it
+
+
+def test_truncated_manifest(tmp_path, index):
+    index.save(tmp_path / "ix")
+    mf = tmp_path / "ix" / "manifest.json"
+    mf.write_text(mf.read_text()[:40])
+    with pytest.raises(IndexCorruptedError, match="manifest"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_missing_file(tmp_path, index):
+    index.save(tmp_path / "ix")
+    (tmp_path / "ix" / "arrays" / "edge_ptr.npy").unlink()
+    with pytest.raises(IndexCorruptedError, match="edge_ptr.npy"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_format_version_mismatch(tmp_path, index):
+    index.save(tmp_path / "ix")
+    mf = tmp_path / "ix" / "manifest.json"
+    m = json.loads(mf.read_text())
+    m["format_version"] = 999
+    mf.write_text(json.dumps(m))
+    with pytest.raises(IndexMismatchError, match="format version 999"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_embedder_mismatch(tmp_path, index):
+    index.save(tmp_path / "ix")
+    with pytest.raises(IndexMismatchError, match="dim 32"):
+        HyperIndex.load(tmp_path / "ix", embedder=HashingEmbedder(dim=32))
+    with pytest.raises(IndexMismatchError, match="seed=1"):
+        HyperIndex.load(tmp_path / "ix", embedder=HashingEmbedder(seed=1))
+
+
+def test_not_an_index(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        HyperIndex.load(tmp_path / "nope")
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(IndexCorruptedError, match="not a saved index"):
+        HyperIndex.load(tmp_path / "dir")
+
+
+def test_atomic_save_keeps_old_index(tmp_path, index, monkeypatch):
+    index.save(tmp_path / "ix")
+    bigger = HyperIndex.build(DOCS + [{"id": "x", "title": "X", "text": "Another Thing here."}],
+                              RegexExtractor(), HashingEmbedder(), progress=False)
+
+    def crash(*a, **k):
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(store, "_write_sqlite", crash)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        bigger.save(tmp_path / "ix")
+    monkeypatch.undo()
+    _same(index, HyperIndex.load(tmp_path / "ix"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]  # temp dir cleaned up
+    bigger.save(tmp_path / "ix")  # a later save replaces it
+    assert HyperIndex.load(tmp_path / "ix").n_chunks == 4
+
+
+def test_refuses_to_replace_non_index(tmp_path, index):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "keep.txt").write_text("x")
+    with pytest.raises(FileExistsError):
+        index.save(tmp_path / "data")
+    assert (tmp_path / "data" / "keep.txt").exists()
