@@ -60,14 +60,15 @@ def _parse(s: str) -> tuple[Any, tuple[str, ...]]:
     fenced = _fenced_strict(s)
     if fenced is not _NOTHING:
         return fenced, ("code fence",)
-    first_error = None
+    best = (-1, "")  # the error of the candidate that parsed furthest
     starts = [i for i, c in enumerate(s) if c in "[{"][:_MAX_STARTS]
     for start in starts:
         p = _Parser(s, start)
         try:
             value = p.top()
         except ValueError as e:
-            first_error = first_error or f"{e} (from offset {start})"
+            if p.i > best[0]:
+                best = (p.i, str(e))
             continue
         except RecursionError:
             raise ValueError("JSON nested too deeply") from None
@@ -84,7 +85,7 @@ def _parse(s: str) -> tuple[Any, tuple[str, ...]]:
         return value, tuple(sorted(notes))
     if not starts:
         raise ValueError("no JSON array or object found in output")
-    raise ValueError(f"unparseable JSON: {first_error}")
+    raise ValueError(f"unparseable JSON: {best[1]}")
 
 
 def _fenced_strict(s: str) -> Any:
