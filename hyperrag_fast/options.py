@@ -68,8 +68,8 @@ class StitchOptions:
             raise ValueError("tol must be > 0 and max_iter >= 1")
         if not self.agg_divisor > 0:
             raise ValueError("agg_divisor must be > 0")
-        if self.alpha == "fixed" and not self.alpha_value > 0:
-            raise ValueError("alpha_value must be > 0")
+        if self.alpha == "fixed" and not self.alpha_value >= 0:
+            raise ValueError("alpha_value must be >= 0")
 
     @classmethod
     def paper(cls, **changes) -> "StitchOptions":

@@ -1,0 +1,214 @@
+"""Every STITCH kernel against its plain NumPy/SciPy twin on random hypergraphs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hyperrag_fast.engine import StitchEngine
+from hyperrag_fast.kernels.chunk_graph import chunk_graph
+from hyperrag_fast.kernels.ppr import ppr_power, ppr_push
+from hyperrag_fast.kernels.scratch import scratch_is_clean
+from hyperrag_fast.options import StitchOptions
+
+from strategies import instances, stitch_options
+from twins import chunk_graph_twin, ppr_exact, ppr_power_twin, prior_twin, ranked, stibp_twin, transition
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOL = 1e-9
+
+
+def _engine(inst):
+    g, nv, ev, cv, *_ = inst
+    return StitchEngine(g, nv, ev, cv)
+
+
+def _full_detail(res, n_nodes):
+    out = np.zeros((4, n_nodes))
+    for row, vals in enumerate((res.node_A, res.node_space, res.node_time, res.node_a)):
+        out[row, res.node_ids] = vals
+    return out
+
+
+@SETTINGS
+@given(instances(), stitch_options())
+def test_stibp_channels_match_twin(inst, opts):
+    g, nv, ev, cv, q, cn, cc = inst
+    eng = _engine(inst)
+    res = eng.query(q, cn, cc, opts, detail=True)
+    A, space, time = stibp_twin(g, nv, ev, cv, q, cn, opts)
+    got = _full_detail(res, g.n_nodes)
+    np.testing.assert_allclose(got[0], A, atol=TOL, rtol=0)
+    np.testing.assert_allclose(got[1], space, atol=TOL, rtol=0)
+    np.testing.assert_allclose(got[2], time, atol=TOL, rtol=0)
+    np.testing.assert_allclose(got[3], (A + space + time) / opts.agg_divisor, atol=TOL, rtol=0)
+    # every read hyperedge score is the plain cosine
+    np.testing.assert_allclose(res.edge_S, ev[res.edge_ids].astype(np.float64) @ q, atol=TOL)
+    assert scratch_is_clean(eng._scratch())
+
+
+@SETTINGS
+@given(instances(), stitch_options(), st.booleans())
+def test_projection_and_prior_match_twin(inst, opts, with_bonus):
+    g, nv, ev, cv, q, cn, cc = inst
+    bonus = np.linspace(0.0, 0.2, len(cc)) if with_bonus else None
+    res = _engine(inst).query(q, cn, cc, opts, chunk_bonus=bonus, detail=True)
+    A, space, time = stibp_twin(g, nv, ev, cv, q, cn, opts)
+    a = (A + space + time) / opts.agg_divisor
+    cq, score, p, sims = prior_twin(g, cv, q, a, cc, opts, bonus)
+    np.testing.assert_array_equal(res.cq, cq)
+    np.testing.assert_allclose(res.cq_score, score, atol=TOL, rtol=0)
+    np.testing.assert_allclose(res.cq_prior, p, atol=TOL, rtol=0)
+    np.testing.assert_allclose(res.cq_sim, sims, atol=TOL, rtol=0)
+    if len(cq):
+        assert abs(res.cq_prior.sum() - 1.0) < 1e-12
+
+
+@SETTINGS
+@given(instances(), stitch_options())
+def test_chunk_graph_matches_twin(inst, opts):
+    g, nv, ev, cv, q, cn, cc = inst
+    eng = _engine(inst)
+    cq = np.arange(g.n_chunks, dtype=np.int32)[:: max(1, g.n_chunks // 5)] if g.n_chunks else cc
+    sc = eng._scratch()
+    ptr, nbr, w, wsum = chunk_graph(eng.kernel_arrays(opts), sc, np.ascontiguousarray(cq, np.int32),
+                                    opts.graph_max_group, 0 if opts.graph_weight == "uniform" else 1)
+    W = np.zeros((len(cq), len(cq)))
+    for i in range(len(cq)):
+        row = nbr[ptr[i]:ptr[i + 1]]
+        assert len(set(row.tolist())) == len(row), "duplicate neighbour"
+        assert i not in row.tolist(), "self edge"
+        W[i, row] = w[ptr[i]:ptr[i + 1]]
+    np.testing.assert_allclose(W, chunk_graph_twin(g, cq, opts), atol=TOL, rtol=0)
+    np.testing.assert_allclose(wsum, W.sum(axis=1), atol=TOL)
+    assert scratch_is_clean(sc)
+
+
+def _random_graph(rng, m, density):
+    W = (rng.random((m, m)) < density).astype(np.float64) * rng.random((m, m))
+    W = np.triu(W, 1)
+    W = W + W.T
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    nbr, w = [], []
+    for i in range(m):
+        js = np.flatnonzero(W[i])
+        nbr.extend(js)
+        w.extend(W[i, js])
+        ptr[i + 1] = len(nbr)
+    return W, ptr, np.array(nbr, dtype=np.int32), np.array(w), W.sum(axis=1)
+
+
+@st.composite
+def ppr_cases(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.integers(1, 40))
+    W, ptr, nbr, w, wsum = _random_graph(rng, m, draw(st.sampled_from([0.0, 0.05, 0.2, 0.6])))
+    p = rng.random(m) * (rng.random(m) < 0.5)
+    if p.sum() == 0:
+        p[:] = 1.0
+    p /= p.sum()
+    return W, ptr, nbr, w, wsum, p, draw(st.sampled_from([0.0, 0.3, 0.5, 0.85, 0.95]))
+
+
+@SETTINGS
+@given(ppr_cases())
+def test_power_iteration_matches_twin(case):
+    W, ptr, nbr, w, wsum, p, d = case
+    P = transition(W)
+    x, its = ppr_power(ptr, nbr, w, wsum, p, d, 0.0, 60)  # fixed 60 steps on both sides
+    y, _ = ppr_power_twin(P, p, d, 0.0, 60)
+    np.testing.assert_allclose(x, y, atol=TOL, rtol=0)
+    assert its == 60
+    assert np.all(x >= 0) and abs(x.sum() - 1.0) < 1e-9
+    # the paper's stopping rule lands close to the exact solution
+    x2, _ = ppr_power(ptr, nbr, w, wsum, p, d, 1e-10, 100_000)
+    np.testing.assert_allclose(x2, ppr_exact(P, p, d), atol=1e-8)
+
+
+@SETTINGS
+@given(ppr_cases(), st.sampled_from([1e-2, 1e-4, 1e-6]))
+def test_push_within_stated_bound(case, tol):
+    W, ptr, nbr, w, wsum, p, d = case
+    exact = ppr_exact(transition(W), p, d)
+    x, res, _ = ppr_push(ptr, nbr, w, wsum, p, d, tol)
+    assert res <= tol + 1e-15
+    err = exact - x
+    assert np.all(err >= -1e-12), "push over-estimates"
+    assert err.sum() <= res + 1e-12
+    assert np.all(x >= 0)
+    # same top-8 as the exact solve whenever the 8th/9th gap exceeds the bound
+    k = min(8, len(p) - 1)
+    if k >= 1:
+        srt = np.sort(exact)[::-1]
+        if srt[k - 1] - srt[k] > res + 1e-12:
+            assert set(np.argsort(-exact)[:k]) == set(np.argsort(-x)[:k])
+
+
+@SETTINGS
+@given(instances(), stitch_options())
+def test_full_query_matches_twin(inst, opts):
+    g, nv, ev, cv, q, cn, cc = inst
+    res = _engine(inst).query(q, cn, cc, opts, detail=True)
+    A, space, time = stibp_twin(g, nv, ev, cv, q, cn, opts)
+    cq, score, p, _ = prior_twin(g, cv, q, (A + space + time) / opts.agg_divisor, cc, opts)
+    if opts.ppr == "none":
+        pi, bound = p, 0.0
+    else:
+        P = transition(chunk_graph_twin(g, cq, opts))
+        pi = ppr_exact(P, p, opts.damping)
+        bound = 1e-6 if opts.ppr == "push" else 1e-5
+    np.testing.assert_allclose(res.cq_pi, pi, atol=bound + 1e-9)
+    if len(cq):
+        assert np.all(res.cq_pi >= 0)
+        if opts.ppr != "push":
+            assert abs(res.cq_pi.sum() - 1) < 1e-9
+    # the returned ranking is exactly the tie-broken order of the kernel's own scores
+    np.testing.assert_array_equal(res.chunk_ids, ranked(res.cq_pi, res.cq, opts.top_k))
+
+
+@settings(max_examples=50, deadline=None)
+@given(instances(dtype=np.float32), stitch_options())
+def test_float32_inputs_close_to_float64(inst, opts):
+    g, nv, ev, cv, q, cn, cc = inst
+    r32 = _engine(inst).query(q, cn, cc, opts, detail=True)
+    r64 = StitchEngine(g, nv.astype(np.float64), ev.astype(np.float64), cv.astype(np.float64)).query(
+        q.astype(np.float64), cn, cc, opts, detail=True)
+    # products are formed in float64, so float32 storage is the only difference
+    np.testing.assert_allclose(r32.node_a, r64.node_a, atol=1e-12)
+    np.testing.assert_array_equal(r32.cq, r64.cq)
+    np.testing.assert_allclose(r32.cq_pi, r64.cq_pi, atol=1e-12)
+
+
+def test_all_zero_activation_gives_uniform_prior():
+    from hyperrag_fast.hypergraph import build_hypergraph
+    from hyperrag_fast.records import Extraction, Segment
+
+    g = build_hypergraph([Extraction((Segment("t", (("A", "a"),)),)), Extraction(())])
+    one = np.ones((1, 2)) / np.sqrt(2)
+    eng = StitchEngine(g, one, one, np.vstack([one, one]))
+    opts = StitchOptions(delta=0.99, lam=0.0)  # nothing activates, lambda 0: all I(c) = 0
+    res = eng.query(-one[0], [0], [0, 1], opts, detail=True)
+    np.testing.assert_allclose(res.cq_prior, [0.5, 0.5])
+    np.testing.assert_allclose(res.cq_pi, [0.5, 0.5])
+    # ties broken by chunk id
+    np.testing.assert_array_equal(res.chunk_ids, [0, 1])
+
+
+def test_input_validation():
+    from hyperrag_fast.hypergraph import build_hypergraph
+    from hyperrag_fast.records import Extraction, Segment
+
+    g = build_hypergraph([Extraction((Segment("t", (("A", "a"),)),))])
+    v = np.ones((1, 3)) / np.sqrt(3)
+    eng = StitchEngine(g, v, v, v)
+    with pytest.raises(ValueError, match="dimension"):
+        eng.query(np.ones(4), [0], [0])
+    with pytest.raises(ValueError, match="outside"):
+        eng.query(v[0], [5], [0])
+    with pytest.raises(ValueError, match="NaN"):
+        eng.query(np.full(3, np.nan), [0], [0])
+    with pytest.raises(ValueError, match="shape"):
+        StitchEngine(g, v, v, np.ones((2, 3)))
+    with pytest.raises(ValueError, match="ppr"):
+        StitchOptions(ppr="magic")

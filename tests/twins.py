@@ -1,0 +1,152 @@
+"""Slow, obviously-correct twins of the STITCH kernels (plain Python / NumPy / SciPy).
+
+They read the Hypergraph through dense matrices and loop over the definitions of
+DESIGN §3 literally; tests compare the compiled kernels against them.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def dense_views(g):
+    """Incidence H (nodes x edges), membership Z (nodes x chunks), group one-hot Gm."""
+    H = np.zeros((g.n_nodes, g.n_edges), dtype=bool)
+    for e in range(g.n_edges):
+        H[g.edge_nodes[g.edge_ptr[e]:g.edge_ptr[e + 1]], e] = True
+    Z = np.zeros((g.n_nodes, g.n_chunks), dtype=bool)
+    for v in range(g.n_nodes):
+        Z[v, g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]]] = True
+    Gm = np.zeros((g.n_nodes, g.n_groups), dtype=bool)
+    Gm[np.arange(g.n_nodes), g.node_group] = True
+    return H, Z, Gm
+
+
+def decay(kind, x):
+    if kind == "tanh":
+        return math.exp(-math.tanh(x))
+    if kind == "exp":
+        return math.exp(-x)
+    return 2.0 / (1.0 + math.exp(x))
+
+
+def stibp_twin(g, node_vec, edge_vec, chunk_vec, q, cand_nodes, opts, seeds=(), seed_values=()):
+    """A, a_space, a_time over all nodes (Alg. 1 lines 2-21, DESIGN §3 steps 2-5)."""
+    q = np.asarray(q, dtype=np.float64)
+    H, Z, Gm = dense_views(g)
+    A = np.zeros(g.n_nodes)
+    for v in cand_nodes:
+        s = float(node_vec[v].astype(np.float64) @ q)
+        if s > opts.delta:
+            A[v] = max(A[v], s)
+    for v, s in zip(seeds, seed_values):
+        A[v] = max(A[v], s)
+    S = edge_vec.astype(np.float64) @ q
+    csim = chunk_vec.astype(np.float64) @ q
+    sizes = np.bincount(g.node_group, minlength=g.n_groups)
+    n_bar = sizes.mean() if sizes.size else 1.0
+    space = np.zeros(g.n_nodes)
+    time = np.zeros(g.n_nodes)
+    for u in np.flatnonzero(A > 0):
+        if opts.spatial:
+            for e in np.flatnonzero(H[u]):
+                for v in np.flatnonzero(H[:, e]):
+                    if v != u:
+                        space[v] = max(space[v], A[u] * S[e])
+        if opts.temporal:
+            members = np.flatnonzero(g.node_group == g.node_group[u])
+            n_u = len(members)
+            if n_u > opts.temporal_max_group:
+                continue
+            alpha = {"ratio": n_u / n_bar, "log": math.log1p(n_u / n_bar),
+                     "fixed": opts.alpha_value}[opts.alpha]
+            for v in members:
+                if v == u:
+                    continue
+                dt = abs(int(g.node_chunk[u]) - int(g.node_chunk[v]))
+                S_ev = max(S[e] for e in np.flatnonzero(H[v]))
+                val = A[u] * S_ev * decay(opts.decay, alpha * dt) * csim[g.node_chunk[v]]
+                time[v] = max(time[v], val)
+    return A, space, time
+
+
+def prior_twin(g, chunk_vec, q, a, cand_chunks, opts, bonus=None):
+    """C_q (sorted), Score and the normalised prior p (Alg. 1 lines 23-28)."""
+    H, Z, Gm = dense_views(g)
+    csim = chunk_vec.astype(np.float64) @ np.asarray(q, dtype=np.float64)
+    cq = set(int(c) for c in cand_chunks)
+    for v in np.flatnonzero(a > 0):
+        cq.update(int(c) for c in np.flatnonzero(Z[v]))
+    cq = np.array(sorted(cq), dtype=np.int64)
+    sizes = np.bincount(g.node_group, minlength=g.n_groups).astype(np.float64)
+    gchunks = (Gm.T.astype(int) @ Z.astype(int) > 0).sum(axis=1)
+    if opts.group_weight == "log1p":
+        w = np.log1p(sizes)
+    elif opts.group_weight == "idf":
+        w = np.log(g.n_chunks / np.maximum(gchunks, 1))
+    else:
+        w = np.ones(g.n_groups)
+    score = np.array([sum(a[v] * w[g.node_group[v]] for v in np.flatnonzero(Z[:, c]) if a[v] > 0)
+                      for c in cq], dtype=np.float64)
+    if opts.prior == "continuous":
+        I = opts.lam * np.maximum(0.0, csim[cq]) + np.log1p(score)
+        if bonus is not None:
+            for c, b in zip(cand_chunks, bonus):
+                I[np.searchsorted(cq, c)] += b
+    else:
+        I = (score > 0).astype(np.float64)
+    p = I / I.sum() if I.sum() > 0 else np.full(len(cq), 1.0 / max(len(cq), 1))
+    return cq, score, p, csim[cq]
+
+
+def chunk_graph_twin(g, cq, opts):
+    """Dense weighted adjacency W over C_q (W[i, j] = weight of edge i-j, no diagonal)."""
+    H, Z, Gm = dense_views(g)
+    B = (Z.T.astype(int) @ Gm.astype(int) > 0)  # chunk x group
+    gchunks = B.sum(axis=0)
+    keep = gchunks <= opts.graph_max_group
+    B = B[cq][:, keep].astype(np.float64)
+    if opts.graph_weight == "uniform":
+        W = (B @ B.T > 0).astype(np.float64)
+    else:
+        W = (B / gchunks[keep]) @ B.T
+    np.fill_diagonal(W, 0.0)
+    return W
+
+
+def transition(W):
+    """Column-normalised P with self-loops on dangling nodes (P[j, i] = W[i, j] / sum_j W[i, j])."""
+    m = W.shape[0]
+    P = np.zeros((m, m))
+    for i in range(m):
+        s = W[i].sum()
+        if s == 0:
+            P[i, i] = 1.0
+        else:
+            P[:, i] = W[i] / s
+    return P
+
+
+def ppr_exact(P, p, d):
+    """pi = (1 - d) (I - d P)^{-1} p by a direct sparse solve."""
+    m = P.shape[0]
+    return sp.linalg.spsolve(sp.csc_matrix(np.eye(m) - d * P), (1 - d) * p) if m else p.copy()
+
+
+def ppr_power_twin(P, p, d, tol, max_iter):
+    x = p.copy()
+    for it in range(1, max_iter + 1):
+        new = (1 - d) * p + d * (P @ x)
+        diff = np.max(np.abs(new - x)) if len(x) else 0.0
+        x = new
+        if diff < tol:
+            break
+    return x, it
+
+
+def ranked(pi, cq, k):
+    """Top-k chunk ids by pi, ties by chunk id."""
+    order = sorted(range(len(cq)), key=lambda i: (-pi[i], cq[i]))[:k]
+    return np.array([cq[i] for i in order], dtype=np.int64)
