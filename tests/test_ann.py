@@ -1,0 +1,103 @@
+"""Candidate search: exact back end is exact; usearch agrees; save/load; recall on dev data."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperrag_fast.ann import AnnParams, VectorIndex
+from hyperrag_fast.embed.base import l2_normalize
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "2wikimultihopqa"
+
+
+def _clustered(n=3000, d=32, centers=30, seed=0):
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(centers, d))
+    return l2_normalize(c[rng.integers(0, centers, n)] + 0.3 * rng.normal(size=(n, d)))
+
+
+def test_exact_matches_brute_force():
+    X = _clustered()
+    ix = VectorIndex(X, AnnParams(backend="exact"))
+    q = X[5] + 0.01
+    ids, sims = ix.search(q, 10)
+    s = X @ q.astype(np.float32)
+    want = np.lexsort((np.arange(s.size), -s))[:10]
+    assert ids.dtype == np.int64 and sims.dtype == np.float32
+    assert ids.tolist() == want.tolist()
+    np.testing.assert_allclose(sims, s[want], rtol=1e-6)
+
+
+def test_shapes_batch_and_edge_cases():
+    X = _clustered(50)
+    ix = VectorIndex(X)
+    assert ix.backend == "exact"
+    ids, sims = ix.search(X[:3], 7)
+    assert ids.shape == sims.shape == (3, 7)
+    for i in range(3):
+        one = ix.search(X[i], 7)
+        assert ids[i].tolist() == one[0].tolist()
+    assert ix.search(X[0], 500)[0].shape == (50,)  # k > n
+    assert ix.search(X[0], 0)[0].shape == (0,)
+    tie = VectorIndex(np.ones((4, 2), np.float32) / np.sqrt(2))
+    assert tie.search(np.array([1, 0], np.float32), 4)[0].tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="dimension"):
+        ix.search(np.zeros(3), 2)
+    with pytest.raises(ValueError, match="k must be"):
+        ix.search(X[0], -1)
+    with pytest.raises(ValueError, match="backend"):
+        AnnParams(backend="faiss")
+
+
+def test_usearch_agrees_and_round_trips(tmp_path):
+    X = _clustered()
+    p = AnnParams(backend="usearch")
+    a = VectorIndex(X, p)
+    e = VectorIndex(X, AnnParams(backend="exact"))
+    assert a.backend == "usearch"
+    ia, sa = a.search(X[:20], 10)
+    ie, _ = e.search(X[:20], 10)
+    assert np.mean([len(set(x) & set(y)) / 10 for x, y in zip(ia, ie)]) >= 0.95
+    want = np.einsum("qkd,qd->qk", X[ia], X[:20])  # sims are exact rescored cosines
+    np.testing.assert_allclose(sa, want, rtol=1e-5)
+    assert a.save(tmp_path / "x.usearch") and not e.save(tmp_path / "y.usearch")
+    for view in (True, False):
+        b = VectorIndex.load(X, tmp_path / "x.usearch", p, view=view)
+        assert b.backend == "usearch"
+        assert b.search(X[:20], 10)[0].tolist() == ia.tolist()
+    assert VectorIndex.load(X, None, p).backend == "exact"
+
+
+def test_auto_threshold():
+    X = _clustered(300)
+    assert VectorIndex(X, AnnParams(exact_threshold=100)).backend == "usearch"
+    assert VectorIndex(X, AnnParams(exact_threshold=1000)).backend == "exact"
+
+
+@pytest.mark.slow
+def test_usearch_recall_on_dev_data():
+    """recall@50 of usearch vs exact >= 0.98: 200 dev questions vs 6,000 corpus sentences
+    (the offline extractor's entity descriptions are sentences), MiniLM ONNX (~1 min)."""
+    if not DATA.is_dir():
+        pytest.skip(f"no evaluation data at {DATA}")
+    from hyperrag_fast.embed.onnx_minilm import OnnxMiniLM
+    corpus = json.loads((DATA / "corpus.json").read_text())
+    questions = json.loads((DATA / "questions.json").read_text())[:200]  # dev split
+    sents: list[str] = []
+    for p in corpus:
+        sents += [s.strip() for s in re.split(r"(?<=[.!?])\s+", p["text"]) if s.strip()]
+        if len(sents) >= 6000:
+            break
+    emb = OnnxMiniLM()
+    X, Q = emb.embed(sents), emb.embed([q["question"] for q in questions])
+    exact = VectorIndex(X, AnnParams(backend="exact"))
+    approx = VectorIndex(X, AnnParams(backend="usearch"))
+    k = 50
+    ie, _ = exact.search(Q, k)
+    ia, _ = approx.search(Q, k)
+    recall = np.mean([len(set(a) & set(e)) / k for a, e in zip(ia, ie)])
+    assert recall >= 0.98, recall

@@ -1,0 +1,110 @@
+"""The ``hyperrag`` CLI end to end via ``main([...])`` with JSON output."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hyperrag_fast.cli import main
+
+
+def run(capsys, *argv):
+    code = main([*argv, "--json", "--quiet"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "ada.md").write_text("# Ada Lovelace\n\nAda Lovelace was the daughter of Lord Byron.")
+    (d / "byron.md").write_text("# Lord Byron\n\nLord Byron died at Missolonghi in Greece.")
+    (d / "empty.txt").write_text("")
+    extra = tmp_path / "extra.md"
+    extra.write_text("# Missolonghi\n\nMissolonghi is a town in Greece.")
+    return d, extra
+
+
+def test_index_query_add_delete_info(tmp_path, corpus, capsys):
+    docs, extra = corpus
+    ix = str(tmp_path / "ix")
+    code, out, _ = run(capsys, "index", str(docs), ix, "--extractor", "regex",
+                       "--embedder", "hashing", "--max-tokens", "64")
+    assert code == 0 and out["counts"]["chunks"] == 2
+    assert out["report"]["skipped"] == [["empty.txt", "empty text"]]
+
+    code, out, _ = run(capsys, "query", ix, "Where did Ada's father die?", "--top-k", "2",
+                       "--explain")
+    assert code == 0 and len(out["chunks"]) == 2
+    c = out["chunks"][0]
+    assert {"chunk_id", "doc_id", "start", "end", "score", "text", "title"} <= set(c)
+    assert "cq_chunk_ids" in out["explain"] and "node_a" in out["explain"]
+
+    code, out, _ = run(capsys, "query", ix, "Lord Byron", "--method", "dense")
+    assert code == 0 and out["chunks"][0]["doc_id"] == "byron.md"
+
+    code, out, _ = run(capsys, "add", ix, str(extra))
+    assert code == 0 and out["counts"]["chunks"] == 3
+    code, out, _ = run(capsys, "delete", ix, "ada.md")
+    assert code == 0 and out["removed_chunks"] == 1 and out["counts"]["documents"] == 2
+
+    code, out, _ = run(capsys, "info", ix)
+    assert code == 0 and out["manifest"]["counts"]["chunks"] == 2
+    assert out["manifest"]["extractor"].startswith("regex")
+    assert ["lord byron", 1] in out["biggest_groups"] or out["biggest_groups"]
+
+
+def test_clear_errors(tmp_path, corpus, capsys):
+    docs, _ = corpus
+    code, _, err = run(capsys, "index", str(tmp_path / "missing"), str(tmp_path / "ix"),
+                       "--extractor", "regex", "--embedder", "hashing")
+    assert code == 2 and "no such file" in err and "Traceback" not in err
+    code, _, err = run(capsys, "query", str(tmp_path / "nothing"), "q")
+    assert code == 2 and "no index directory" in err
+
+    ix = tmp_path / "ix"
+    assert run(capsys, "index", str(docs), str(ix), "--extractor", "regex",
+               "--embedder", "hashing")[0] == 0
+    f = ix / "arrays" / "node_chunk.npy"
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 1
+    f.write_bytes(bytes(data))
+    code, _, err = run(capsys, "query", str(ix), "q")
+    assert code == 2 and "node_chunk.npy" in err and "Traceback" not in err
+
+    code, _, err = run(capsys, "delete", str(ix), "nope")
+    assert code == 2
+
+
+def test_embedder_mismatch_exit_code(tmp_path, corpus, capsys, monkeypatch):
+    docs, _ = corpus
+    ix = tmp_path / "ix"
+    assert run(capsys, "index", str(docs), str(ix), "--extractor", "regex",
+               "--embedder", "hashing")[0] == 0
+    from hyperrag_fast import cli
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    monkeypatch.setattr(cli, "embedder_for", lambda m: HashingEmbedder(dim=8))
+    code, _, err = run(capsys, "query", str(ix), "q")
+    assert code == 2 and "embedder" in err
+
+
+def test_missing_optional_package_names_the_extra(tmp_path, corpus, capsys, monkeypatch):
+    docs, _ = corpus
+    from hyperrag_fast import cli
+
+    def no_onnx(kind):
+        raise ImportError('OnnxMiniLM needs onnxruntime; install the offline extra: '
+                          'pip install "hyperrag_fast[offline]"')
+
+    monkeypatch.setattr(cli, "make_embedder", no_onnx)
+    code, _, err = run(capsys, "index", str(docs), str(tmp_path / "ix"), "--extractor", "regex")
+    assert code == 2 and "hyperrag_fast[offline]" in err
+
+
+@pytest.mark.slow
+def test_demo_offline(tmp_path, capsys):
+    code, out, _ = run(capsys, "demo", "--dir", str(tmp_path / "demo"))
+    assert code == 0 and out["counts"]["chunks"] >= 8
+    first = out["answers"][0]["top"]
+    assert "Lord Byron" in [t["title"] for t in first["stitch-sec8"]]
