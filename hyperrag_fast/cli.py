@@ -17,7 +17,7 @@ import numpy as np
 
 from .store import IndexError_, read_manifest
 
-EXAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus" / "texts"
+EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
 DEMO_QUESTIONS = (
     "In which town did Ada Lovelace's father die?",
     "On which river is the birthplace of Marie Curie?",
@@ -139,21 +139,18 @@ def cmd_demo(a) -> dict[str, Any]:
     from .index import HyperIndex
     from .retriever import Retriever
     if not EXAMPLE_CORPUS.is_dir():
-        raise CliError(f"the example corpus is not at {EXAMPLE_CORPUS} (it ships with the "
-                       f"source checkout, not with an installed wheel)")
+        raise CliError(f"the example corpus is not at {EXAMPLE_CORPUS}: broken install?")
     target = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="hyperrag-demo-")) / "index"
     embedder = make_embedder(a.embedder)
     ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor), embedder,
                           progress=not a.quiet)
     ix.save(target)
-    from .options import StitchOptions
     from .retriever import QueryOptions
     r = Retriever(ix, embedder)
-    # the paper's constants, DESIGN §8 directions (IDF weight, sparse low-d PPR), dense.
+    # our dev-tuned default, the paper's method as published, and dense.
     variants = {
-        "stitch-paper": QueryOptions(),
-        "stitch-sec8": QueryOptions(stitch=StitchOptions(
-            group_weight="idf", damping=0.2, graph_weight="inverse_size", graph_max_group=10)),
+        "stitch": QueryOptions(),
+        "stitch_paper": QueryOptions(method="stitch_paper"),
         "dense": QueryOptions(method="dense"),
     }
     answers = []

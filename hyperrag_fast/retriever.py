@@ -1,8 +1,8 @@
 """Query orchestration: embed -> candidates -> method -> ranked chunks (DESIGN §2, §3).
 
 A retrieval *method* is a function ``(state, qvec, query_text, options) -> MethodOutput``
-registered under a name with :func:`register_method`; "stitch" (STITCH-RAG Alg. 1 via
-:class:`~hyperrag_fast.engine.StitchEngine`) and "dense" (chunk cosine, exact) ship here.
+registered under a name with :func:`register_method`; "dense" (chunk cosine, exact) ships
+here, "stitch", its ablations and the reference rows in :mod:`hyperrag_fast.methods`.
 """
 from __future__ import annotations
 
@@ -12,18 +12,23 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import presets
 from .embed.base import Embedder
 from .engine import StitchEngine
+from .hybrid import HybridOptions
 from .index import HyperIndex, check_embedder
 from .options import StitchOptions
 
 
 @dataclass(frozen=True)
 class QueryOptions:
-    """STITCH options plus candidate budgets K_V (k_nodes), K_E (k_edges), K_C (k_chunks)
-    (DESIGN §3 step 1) and the method name. ``top_k`` is ``stitch.top_k``."""
+    """STITCH options, the query-side signals of DESIGN §8 (``hybrid``), candidate budgets
+    K_V (k_nodes), K_E (k_edges), K_C (k_chunks) (DESIGN §3 step 1) and the method name.
+    ``top_k`` is ``stitch.top_k``. The defaults are the dev-tuned ``stitch``
+    (``hyperrag_fast.presets``); ``StitchOptions.paper()`` is the published method."""
 
-    stitch: StitchOptions = field(default_factory=StitchOptions)
+    stitch: StitchOptions = field(default_factory=lambda: presets.TUNED_STITCH)
+    hybrid: HybridOptions = field(default_factory=lambda: presets.TUNED_HYBRID)
     k_nodes: int = 50
     k_edges: int = 50
     k_chunks: int = 50
@@ -34,7 +39,7 @@ class QueryOptions:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-        if self.method not in METHODS:
+        if self.method not in methods_registry():
             raise ValueError(f"unknown method {self.method!r}; registered: {sorted(METHODS)}")
 
     @property
@@ -85,10 +90,18 @@ class RetrieverState:
 
     index: HyperIndex
     engine: StitchEngine
+    cache: dict[str, Any] = field(default_factory=dict)  # per-index helpers built lazily
 
 
 Method = Callable[[RetrieverState, np.ndarray, str, QueryOptions, bool], MethodOutput]
 METHODS: dict[str, Method] = {}
+
+
+def methods_registry() -> dict[str, Method]:
+    """The registry, with the methods of the quality table (``hyperrag_fast.methods``) loaded."""
+    from . import methods  # noqa: F401  (registers on first import)
+
+    return METHODS
 
 
 def register_method(name: str, fn: Method) -> Method:
@@ -101,26 +114,6 @@ def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def stitch_method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
-                  detail: bool) -> MethodOutput:
-    """STITCH-RAG Alg. 1: ANN candidates V0 (nodes), E0 (edges), C0 (chunks), then the engine."""
-    t0 = time.perf_counter()
-    ann = state.index.ann
-    v0, _ = ann["node_vec"].search(q, o.k_nodes)
-    e0, e0_sim = ann["edge_vec"].search(q, o.k_edges)
-    c0, _ = ann["chunk_vec"].search(q, o.k_chunks)
-    cand_ms = _ms(t0)
-    t0 = time.perf_counter()
-    r = state.engine.query(q, v0, c0, o.stitch, detail=detail)
-    graph_ms = _ms(t0)
-    d = None
-    if detail:
-        d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
-        # E0 is reported only: the engine reads S(e) for every hyperedge it touches.
-        d.update(cand_nodes=v0, cand_chunks=c0, cand_edges=e0, cand_edges_sim=e0_sim)
-    return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
-
-
 def dense_method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
                  detail: bool) -> MethodOutput:
     """Chunk cosine only, exact top-k (the dense baseline of DESIGN §1)."""
@@ -129,7 +122,6 @@ def dense_method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOption
     return MethodOutput(ids, sims, {} if detail else None, _ms(t0), 0.0)
 
 
-register_method("stitch", stitch_method)
 register_method("dense", dense_method)
 
 
@@ -151,10 +143,11 @@ class Retriever:
                                                         index.edge_vec, index.chunk_vec))
 
     def warmup(self) -> None:
-        """Compile/load the kernels and touch every search path once."""
+        """Compile/load the kernels and run the configured method (and ``dense``) once, so
+        a service pays no JIT or lazy-build cost on its first request."""
         self.state.engine.warmup(self.options.stitch)
         q = self.embedder.embed(["warmup"])[0]
-        for name in METHODS:
+        for name in dict.fromkeys((self.options.method, "dense")):
             self._run(q, "warmup", replace(self.options, method=name), False)
 
     def _embed(self, queries: Sequence[str]) -> np.ndarray:
@@ -184,7 +177,7 @@ class Retriever:
         if isinstance(queries, str):
             raise TypeError("retrieve_batch takes a list of queries, not a string")
         o = options or self.options
-        if o.method not in METHODS:
+        if o.method not in methods_registry():
             raise ValueError(f"unknown method {o.method!r}; registered: {sorted(METHODS)}")
         if not queries:
             return []

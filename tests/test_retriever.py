@@ -54,7 +54,7 @@ def test_result_fields(retriever):
     assert (c.doc_id, c.text, c.start, c.end) == (chunk.doc_id, chunk.text, chunk.start, chunk.end)
     scores = [c.score for c in res.chunks]
     assert scores == sorted(scores, reverse=True)
-    assert {"cq", "node_A", "cand_nodes", "cand_edges"} <= set(res.detail)
+    assert {"cq", "node_A", "cand_nodes", "cand_chunks", "seed_nodes"} <= set(res.detail)
 
 
 def test_dense_is_exact_cosine(retriever):
