@@ -1,0 +1,217 @@
+"""CODA on a :class:`~hyperrag_fast.index.HyperIndex`: build/save/load and the retriever
+methods ``coda``, ``coda_no_semantic``, ``coda_no_contextual``, ``coda_no_functional``,
+``coda_no_elimination`` and ``stitch_consolidated`` (DESIGN §5, §4).
+
+Building. :func:`build_coda` makes the CODA system of an index explicitly (offline
+from the index's own extractions by default, or from LLM ``chunk_kgs``) and
+:func:`attach_coda` binds it to that index object for the registered methods. If
+nothing is attached, the first query of a CODA method builds the offline system
+once per index object (in memory; the index object does not know its directory,
+so persist it with ``system.save(<index dir>/coda)`` and reload with
+:func:`load_coda` + :func:`attach_coda`). Texts already embedded in the index
+(sentences) are reused; entity names are embedded with ``index.embedder`` when
+present (else entity vectors come from their sentences only).
+"""
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..embed.base import Embedder
+from ..engine import StitchEngine
+from ..hypergraph import build_hypergraph
+from ..retriever import MethodOutput, QueryOptions, RetrieverState, register_method
+from .consolidate import MergeJudge, MergeTable, consolidated_group_of, merge_entities
+from .graph import (ChunkKG, CodaGraph, FastRPParams, RawKG, chunk_kgs_from_extractions,
+                    consolidate, load_raw, raw_vectors, save_raw)
+from .retrieve import CodaOptions, CodaRetriever, InterferenceFilter, KeywordExtractor
+
+MERGE_FILE = "merge_table.json"
+
+
+@dataclass(eq=False)
+class CodaSystem:
+    """Raw KG + raw vectors + merge table -> consolidated graph (reassembled whenever the
+    table changes: :meth:`apply`)."""
+
+    raw: RawKG
+    raw_ent_vec: np.ndarray
+    raw_rel_vec: np.ndarray
+    table: MergeTable
+    meta: dict = field(default_factory=dict)
+    frp: FastRPParams = field(default_factory=FastRPParams)
+    graph: CodaGraph | None = None
+
+    def __post_init__(self) -> None:
+        if self.graph is None:
+            self.apply()
+
+    def apply(self, table: MergeTable | None = None) -> CodaGraph:
+        """(Re)assemble the consolidated graph from the raw KG under ``table``."""
+        if table is not None:
+            self.table = table
+        self.graph = consolidate(self.raw, self.raw_ent_vec, self.raw_rel_vec,
+                                 self.table.group_of(), self.frp)
+        return self.graph
+
+    def save(self, path: str | Path) -> Path:
+        """Write the raw KG, its vectors, ``meta.json`` and ``merge_table.json``."""
+        d = save_raw(path, self.raw, self.raw_ent_vec, self.raw_rel_vec, self.meta)
+        self.table.save(d / MERGE_FILE)
+        return d
+
+
+def load_coda(path: str | Path, table: MergeTable | None = None,
+              frp: FastRPParams | None = None) -> CodaSystem:
+    """Load a saved system; the saved merge table (or ``table``) is applied now."""
+    raw, ev, rv, meta = load_raw(path)
+    t = table or MergeTable.load(Path(path) / MERGE_FILE)
+    return CodaSystem(raw, ev, rv, t, meta, frp or FastRPParams())
+
+
+def known_vectors(index) -> dict[str, np.ndarray]:
+    """text -> vector for every description and sentence the index already embedded."""
+    known: dict[str, np.ndarray] = {}
+    g = index.graph
+    known.update(zip(g.edge_text, index.edge_vec))
+    known.update(zip(g.node_desc, index.node_vec))
+    return known
+
+
+def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
+               embedder: Embedder | None = None, judge: MergeJudge | None = None,
+               type_of: Callable[[str], str] | None = None, gate: float = 0.85,
+               high_gate: float = 0.95, k_candidates: int = 10,
+               frp: FastRPParams | None = None, types: Sequence[str] = ()) -> CodaSystem:
+    """CODA system of ``index``: raw KG (from ``chunk_kgs`` — e.g. the LLM path's
+    ``LLMKGExtractor.extract(index.chunks)`` — or offline from ``index.extractions``),
+    vectors, merging (``judge`` or the offline rule) and the consolidated graph."""
+    t0 = time.perf_counter()
+    if chunk_kgs is None:
+        chunk_kgs = chunk_kgs_from_extractions(index.extractions, type_of)
+        source = "offline"
+    else:
+        source = "given"
+    if len(chunk_kgs) != index.n_chunks:
+        raise ValueError(f"{len(chunk_kgs)} chunk KGs for {index.n_chunks} chunks")
+    raw = RawKG.from_chunk_kgs(chunk_kgs)
+    emb = embedder or index.embedder
+    ev, rv = raw_vectors(raw, emb, known_vectors(index), index.embedder_dim)
+    table = merge_entities(raw, ev, judge, gate, high_gate, k_candidates)
+    meta = {"source": source, "embedder": index.embedder_name, "types": list(types),
+            "judge": getattr(judge, "name", "offline_rule"), "gate": gate,
+            "high_gate": high_gate, "k_candidates": k_candidates,
+            "names_embedded": emb is not None, "extraction_errors": raw.errors[:100],
+            "n_extraction_errors": len(raw.errors)}
+    sys_ = CodaSystem(raw, ev, rv, table, meta, frp or FastRPParams())
+    sys_.meta["build_s"] = round(time.perf_counter() - t0, 3)
+    return sys_
+
+
+# ------------------------------------------------------------ attachment + methods
+@dataclass
+class _Bound:
+    system: CodaSystem
+    retriever: CodaRetriever
+    options: CodaOptions
+    stitch: tuple[StitchEngine, bool] | None = None
+
+
+_BOUND: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def attach_coda(index, system: CodaSystem, options: CodaOptions | None = None,
+                embedder: Embedder | None = None, keywords: KeywordExtractor | None = None,
+                eliminator: InterferenceFilter | None = None) -> CodaRetriever:
+    """Bind ``system`` (and optional LLM entry / elimination steps) to ``index`` for the
+    registered methods; the ablation methods flip one switch of ``options``."""
+    r = CodaRetriever(system.graph, embedder or index.embedder, keywords, eliminator,
+                      index.chunk_vec)
+    with _LOCK:
+        _BOUND[index] = _Bound(system, r, options or CodaOptions())
+    return r
+
+
+def _bound(index) -> _Bound:
+    with _LOCK:
+        b = _BOUND.get(index)
+        if b is None:
+            sys_ = build_coda(index)
+            b = _BOUND[index] = _Bound(sys_, CodaRetriever(sys_.graph, None, None, None,
+                                                           index.chunk_vec), CodaOptions())
+        return b
+
+
+def _coda_method(switch: str | None):
+    def method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
+               detail: bool) -> MethodOutput:
+        b = _bound(state.index)
+        opts = b.options if switch is None else replace(b.options, **{switch: False})
+        t0 = time.perf_counter()
+        r = b.retriever.retrieve(q, text, o.top_k, opts, detail)
+        return MethodOutput(r.chunk_ids, r.scores, r.detail if detail else None, 0.0,
+                            (time.perf_counter() - t0) * 1e3)
+    return method
+
+
+def stitch_consolidated_engine(index, table: MergeTable,
+                               embedder: Embedder | None = None) -> tuple[StitchEngine, bool]:
+    """A STITCH engine on the index's extractions with consolidated name groups.
+
+    Under semi-merge a node is one (chunk, group): merging two names that occur in
+    the same chunk fuses their states, changing node count/order and descriptions.
+    Node vectors are reused when the node names are unchanged, else looked up by
+    description text and the new texts embedded (needs an embedder). Returns (engine,
+    whether the index's node rows were reused as they are)."""
+    g = build_hypergraph(index.extractions, merge=index.merge,
+                         group_of=consolidated_group_of(table))
+    if g.node_name == index.graph.node_name and g.node_desc == index.graph.node_desc:
+        nv, reused = index.node_vec, True
+    else:
+        reused = False
+        from .graph import embed_known
+        emb = embedder or index.embedder
+        nv, found = embed_known(g.node_desc, emb, known_vectors(index), index.embedder_dim)
+        if not found.all():
+            raise ValueError("consolidated groups fuse states into new descriptions; "
+                             "an embedder is needed (pass embedder= or load the index with one)")
+    return StitchEngine(g, nv, index.edge_vec, index.chunk_vec), reused
+
+
+def stitch_consolidated_method(state: RetrieverState, q: np.ndarray, text: str,
+                               o: QueryOptions, detail: bool) -> MethodOutput:
+    """STITCH (Alg. 1) with phi = merged entity id (DESIGN §4)."""
+    b = _bound(state.index)
+    with _LOCK:
+        if b.stitch is None:
+            b.stitch = stitch_consolidated_engine(state.index, b.system.table)
+        eng, reused = b.stitch
+    t0 = time.perf_counter()
+    ann = state.index.ann
+    if reused:
+        v0, _ = ann["node_vec"].search(q, o.k_nodes)
+    else:  # node rows differ from the index's: exact search over the new rows
+        sims = eng.node_vec @ np.asarray(q, eng.node_vec.dtype).reshape(-1)
+        v0 = np.lexsort((np.arange(sims.size), -sims))[:o.k_nodes]
+    c0, _ = ann["chunk_vec"].search(q, o.k_chunks)
+    cand = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    r = eng.query(q, v0, c0, o.stitch, detail=detail)
+    return MethodOutput(r.chunk_ids, r.scores, {"n_nodes": eng.graph.n_nodes} if detail else None,
+                        cand, (time.perf_counter() - t0) * 1e3)
+
+
+METHOD_NAMES = ("coda", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
+                "coda_no_elimination", "stitch_consolidated")
+for _name, _switch in (("coda", None), ("coda_no_semantic", "semantic"),
+                       ("coda_no_contextual", "contextual"), ("coda_no_functional", "functional"),
+                       ("coda_no_elimination", "elimination")):
+    register_method(_name, _coda_method(_switch))
+register_method("stitch_consolidated", stitch_consolidated_method)
