@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("query", parents=[common], help="retrieve chunks (JSON)")
     s.add_argument("index")
     s.add_argument("text")
-    from .retriever import METHODS
-    s.add_argument("--method", choices=sorted(METHODS), default="stitch")
+    from .retriever import methods_registry
+    s.add_argument("--method", choices=sorted(methods_registry()), default="stitch")
     s.add_argument("--top-k", type=int, default=8)
     s.add_argument("--k-nodes", type=int, default=50)
     s.add_argument("--k-edges", type=int, default=50)
