@@ -97,7 +97,7 @@ def run_size(n, a):
     gen_s = time.perf_counter() - t
     m = wsum.shape[0]
     p = make_prior(m, a.prior_nnz, a.seed + 7)
-    rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 3))
+    rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 2))
     out = {"n_nodes": m, "n_arcs": int(nbr.shape[0]), "mean_degree": nbr.shape[0] / m,
            "max_degree": int(np.diff(ptr).max()), "dangling": int((wsum == 0).sum()),
            "prior_nnz": int((p > 0).sum()), "graph_gen_s": gen_s, "repeats": rep}
@@ -203,7 +203,13 @@ def main():
     ptr = np.array([0, 1, 2]); nbr = np.array([1, 0], dtype=np.int32)
     ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), D, 1e-6)
     ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), D, 1e-6, 100)
-    sizes = {str(n): run_size(n, a) for n in a.sizes}
+    sizes = {}
+    for n in a.sizes:  # written after every size, so a long 1M run leaves the smaller ones
+        sizes[str(n)] = run_size(n, a)
+        write(a, sizes)
+
+
+def write(a, sizes):
     sp_ = [s["push_vs_prpack_speedup"] for s in sizes.values()]
     ag = [s["solvers"]["ours_push"]["top8"] for s in sizes.values()]
     C.write_result(a.out, {

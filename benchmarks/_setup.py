@@ -1,0 +1,44 @@
+"""A synthetic corpus + engine + queries with exact top-50 candidates (shared by the
+threads, bandwidth and profile benchmarks, which measure the stage after candidate search)."""
+from __future__ import annotations
+
+import numpy as np
+
+from hyperrag_fast.engine import StitchEngine
+from hyperrag_fast.hypergraph import hypergraph_from_flat
+from hyperrag_fast.options import StitchOptions
+
+try:
+    from . import synthetic
+except ImportError:
+    import synthetic
+
+K = 50
+
+VARIANTS = {
+    "default": StitchOptions(),
+    "push": StitchOptions(ppr="push"),
+    "capped_push": StitchOptions(ppr="push", temporal_max_group=50, graph_max_group=10),
+}
+
+
+def exact_topk(mat, qs, k=K, block=64):
+    out = np.empty((qs.shape[0], k), dtype=np.int64)
+    for a in range(0, qs.shape[0], block):
+        s = qs[a:a + block] @ mat.T
+        part = np.argpartition(-s, k, axis=1)[:, :k]
+        out[a:a + block] = part
+    return out
+
+
+def setup(n_states, n_queries=200, dim=64, seed=0):
+    c = synthetic.generate(n_states, seed=seed, dim=dim)
+    g = hypergraph_from_flat(*c.flat_args())
+    node_vec, edge_vec, chunk_vec = synthetic.embeddings(c)
+    qs = synthetic.queries(c, n_queries, seed=seed + 100)
+    cn = exact_topk(node_vec, qs)
+    cc = exact_topk(chunk_vec, qs)
+    eng = StitchEngine(g, node_vec, edge_vec, chunk_vec)
+    for o in VARIANTS.values():
+        eng.warmup(o)
+    return c, g, eng, qs, cn, cc

@@ -1,0 +1,123 @@
+"""Where the time goes inside ``stitch_query`` (issue item 8).
+
+    python benchmarks/bench_profile.py                      # 1e6 states, 200 queries
+
+Re-runs the composition of ``kernels/query.py`` stage by stage from Python (activate,
+spatial, temporal, query_chunk_set, project_scores, chunk_prior, chunk_graph, ppr,
+topk + reset_scratch), timing each call; checks the top-k equals ``StitchEngine.query``.
+Each Python->Numba call pays a dispatch cost (unboxing the 18-array index tuple and the
+17-array scratch); it is measured (``dispatch_us``: a no-op reset_scratch call) and
+reported, not subtracted. Uncapped ("default", "push") queries whose chunk graph would
+exceed ``--max-arcs`` arcs are skipped and counted (see bench_scale.py).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from hyperrag_fast.kernels import params as P
+from hyperrag_fast.kernels.chunk_graph import chunk_graph
+from hyperrag_fast.kernels.ppr import ppr_power, ppr_push, topk_desc
+from hyperrag_fast.kernels.projection import chunk_prior, project_scores, query_chunk_set
+from hyperrag_fast.kernels.scratch import reset_scratch
+from hyperrag_fast.kernels.stibp import activate, spatial, temporal
+
+try:
+    from . import _common as C
+    from ._setup import VARIANTS, setup
+    from .bench_scale import graph_arc_bound
+except ImportError:
+    import _common as C
+    from _setup import VARIANTS, setup
+    from bench_scale import graph_arc_bound
+
+STAGES = ("activate", "spatial", "temporal", "query_chunk_set", "project_scores", "chunk_prior",
+          "chunk_graph", "ppr", "topk_reset")
+
+
+def staged(eng, opts, q, cn, cc):
+    ix, sc, prm = eng.kernel_arrays(opts), eng._scratch(), opts.to_params()
+    q = np.ascontiguousarray(q, dtype=eng.node_vec.dtype)
+    e_i, e_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    bonus = np.zeros(cc.shape[0])
+    div = prm[P.AGG_DIV]
+    t = [time.perf_counter()]
+    n_act = activate(ix, sc, q, cn, e_i, e_f, prm[P.DELTA]); t.append(time.perf_counter())
+    spatial(ix, sc, q, n_act); t.append(time.perf_counter())
+    temporal(ix, sc, q, n_act, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP]); t.append(time.perf_counter())
+    cq = query_chunk_set(ix, sc, cc, div); t.append(time.perf_counter())
+    score = project_scores(ix, sc, div); t.append(time.perf_counter())
+    prior, _ = chunk_prior(ix, sc, q, cq, score, cc, bonus, prm); t.append(time.perf_counter())
+    ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
+    t.append(time.perf_counter())
+    if int(prm[P.PPR]) == P.PPR_POWER:
+        pi, work = ppr_power(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.MAX_ITER]))
+    else:
+        pi, _r, work = ppr_push(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL])
+    t.append(time.perf_counter())
+    order = topk_desc(pi, int(prm[P.TOPK]))
+    top = cq[order]
+    reset_scratch(sc, cq)
+    t.append(time.perf_counter())
+    return np.diff(t), top, {"n_active": int(n_act), "cq": int(cq.shape[0]), "arcs": int(nbr.shape[0]),
+                             "ppr_work": int(work)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--states", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--max-arcs", type=float, default=5e7)
+    ap.add_argument("--variant-budget-s", type=float, default=150)
+    a = ap.parse_args()
+    c, g, eng, qs, cn, cc = setup(a.states, a.queries)
+    sc = eng._scratch()
+    empty = np.empty(0, dtype=np.int32)
+    reset_scratch(sc, empty)
+    d = [time.perf_counter()]
+    for _ in range(200):
+        reset_scratch(sc, empty)
+        d.append(time.perf_counter())
+    dispatch_us = float(np.median(np.diff(d))) * 1e6
+    none = VARIANTS["default"].replace(ppr="none")
+    bounds = [graph_arc_bound(g, eng.query(qs[i], cn[i], cc[i], none).cq) for i in range(len(qs))]
+    out = {"states": g.n_nodes, "queries": len(qs), "dispatch_us": dispatch_us, "variants": {}}
+    for name, opts in VARIANTS.items():
+        rows, whole, infos, skipped, mismatch = [], [], [], 0, 0
+        t0 = time.perf_counter()
+        for i in range(len(qs)):
+            if name != "capped_push" and bounds[i] > a.max_arcs:
+                skipped += 1
+                continue
+            if time.perf_counter() - t0 > a.variant_budget_s:
+                break
+            st, top, info = staged(eng, opts, qs[i], cn[i], cc[i])
+            t = time.perf_counter()
+            r = eng.query(qs[i], cn[i], cc[i], opts)
+            whole.append(time.perf_counter() - t)
+            mismatch += int(not np.array_equal(r.chunk_ids, top))
+            rows.append(st)
+            infos.append(info)
+        rows = np.array(rows) * 1e3
+        tot = rows.sum(axis=1)
+        v = {"n": len(rows), "skipped_over_max_arcs": skipped, "topk_mismatch_vs_engine": mismatch,
+             "engine_query_ms_p50": C.pct(np.array(whole) * 1e3, 50),
+             "staged_total_ms_p50": C.pct(tot, 50),
+             "stage_ms_p50": {s: C.pct(rows[:, j], 50) for j, s in enumerate(STAGES)},
+             "stage_ms_p99": {s: C.pct(rows[:, j], 99) for j, s in enumerate(STAGES)},
+             "stage_share_of_mean": {s: float(rows[:, j].mean() / tot.mean()) for j, s in enumerate(STAGES)},
+             "info_p50": {k: C.pct([x[k] for x in infos], 50) for k in infos[0]},
+             "info_max": {k: int(max(x[k] for x in infos)) for k in infos[0]}}
+        out["variants"][name] = v
+        print(name, {k: v[k] for k in ("n", "skipped_over_max_arcs", "engine_query_ms_p50", "staged_total_ms_p50")})
+        for s in STAGES:
+            print(f"   {s:16s} p50 {v['stage_ms_p50'][s]:9.3f} ms  p99 {v['stage_ms_p99'][s]:9.3f}  "
+                  f"share {v['stage_share_of_mean'][s]:.2f}")
+        print("   ", v["info_p50"], flush=True)
+    C.write_result("profile.json", out)
+
+
+if __name__ == "__main__":
+    main()
