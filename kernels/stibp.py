@@ -135,30 +135,55 @@ def node_gain(v, ix, sc, q):
 def temporal(ix, sc, q, n_active, decay_kind, max_group):
     """a_time(v) = max over activated u with phi(u) = phi(v), v != u, of
     A(u) * S(e_v) * f(alpha_u |t_u - t_v|) * sim(q, c_v), floored at 0 (Alg. 1 l.15-20).
-    Groups with more than ``max_group`` members are skipped (inf: none)."""
+    Groups with more than ``max_group`` members are skipped (inf: none).
+
+    Exact and bounded: each eligible group is scanned once; for a member v the sources
+    of its group are tried in decreasing A(u) and the scan stops once A(u) cannot beat
+    the best so far (f <= 1). g_v = S(e_v) sim(q, c_v) factors out of the max.
+    """
     node_chunk, node_group, group_ptr, group_nodes, group_alpha = ix[0], ix[1], ix[8], ix[9], ix[17]
     A, tm, touched = sc[0], sc[2], sc[5]
+    src = np.empty(n_active, dtype=np.int64)
+    m = 0
     for i in range(n_active):
         u = touched[i]
         gid = node_group[u]
-        a, b = group_ptr[gid], group_ptr[gid + 1]
-        if b - a < 2 or b - a > max_group:
-            continue
+        size = group_ptr[gid + 1] - group_ptr[gid]
+        if size >= 2 and size <= max_group:
+            src[m] = u
+            m += 1
+    if m == 0:
+        return
+    src = src[:m]
+    src = src[np.argsort(-A[src], kind="mergesort")]
+    src = src[np.argsort(node_group[src], kind="mergesort")]
+    i = 0
+    while i < m:
+        gid = node_group[src[i]]
+        j = i
+        while j < m and node_group[src[j]] == gid:
+            j += 1
         alpha = group_alpha[gid]
-        tu = node_chunk[u]
-        for k in range(a, b):
+        for k in range(group_ptr[gid], group_ptr[gid + 1]):
             v = group_nodes[k]
-            if v == u:
-                continue
-            dt = abs(np.float64(tu) - np.float64(node_chunk[v]))
-            val = A[u] * decay(decay_kind, alpha * dt)
-            if val <= 0.0:
-                continue
-            val *= node_gain(v, ix, sc, q)
-            if val > 0.0:
-                touch_node(v, sc)
-                if val > tm[v]:
-                    tm[v] = val
+            tv = np.float64(node_chunk[v])
+            best = 0.0
+            for t in range(i, j):
+                u = src[t]
+                if A[u] <= best:
+                    break
+                if u == v:
+                    continue
+                val = A[u] * decay(decay_kind, alpha * abs(np.float64(node_chunk[u]) - tv))
+                if val > best:
+                    best = val
+            if best > 0.0:
+                val = best * node_gain(v, ix, sc, q)
+                if val > 0.0:
+                    touch_node(v, sc)
+                    if val > tm[v]:
+                        tm[v] = val
+        i = j
 
 
 @jit
