@@ -1,0 +1,291 @@
+"""CODA offline path: graph building, merging/unmerge, kernels vs twins, pathways,
+ablation switches, alignment ranking, registered methods (CodaRAG §3)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hyperrag_fast.coda  # noqa: F401  (registers the methods)
+from hyperrag_fast.coda.consolidate import (KEEP, MERGE, MergeRow, MergeTable, candidate_pairs,
+                                            consolidated_group_of, merge_entities, offline_rule)
+from hyperrag_fast.coda.graph import (ChunkKG, RawKG, chunk_kgs_from_extractions, consolidate,
+                                      raw_vectors)
+from hyperrag_fast.coda.methods import attach_coda, build_coda, load_coda
+from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
+from hyperrag_fast.embed.hashing import HashingEmbedder
+from hyperrag_fast.extract.offline import RegexExtractor
+from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.index import HyperIndex
+from hyperrag_fast.kernels.coda_assoc import align_chunks, induced_relations, semantic_expand
+from hyperrag_fast.records import Extraction, Segment
+from hyperrag_fast.retriever import METHODS, QueryOptions, Retriever
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EMB = HashingEmbedder(dim=64)
+
+
+# ------------------------------------------------------------------ twins
+def semantic_twin(ptr, nbr, rel, ent_sim, rel_sim, entries, alpha, beta, tau):
+    be, br = {}, {}
+    for u in entries:
+        for k in range(ptr[u], ptr[u + 1]):
+            s = alpha * rel_sim[rel[k]] + beta * ent_sim[nbr[k]]
+            if s >= tau:
+                be[int(nbr[k])] = max(be.get(int(nbr[k]), -np.inf), s)
+                br[int(rel[k])] = max(br.get(int(rel[k]), -np.inf), s)
+    return be, br
+
+
+def align_twin(ent_chunks, rel_chunks, ents, es, rels, rs):
+    count, best = {}, {}
+    for items, chunks, sc in ((ents, ent_chunks, es), (rels, rel_chunks, rs)):
+        for i, s in zip(items, sc):
+            for c in chunks[i]:
+                count[c] = count.get(c, 0) + 1
+                best[c] = max(best.get(c, -np.inf), s)
+    return sorted(count, key=lambda c: (-count[c], -best[c], c)), count, best
+
+
+@st.composite
+def kgs(draw):
+    n = draw(st.integers(1, 9))
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20))
+    pairs = sorted({(min(a, b), max(a, b)) for a, b in pairs if a != b})
+    chunks = [[c for c in range(6) if draw(st.booleans())] for _ in range(n + len(pairs))]
+    sims = [draw(st.floats(-1, 1)) for _ in range(n + len(pairs))]
+    return n, pairs, chunks, np.array(sims)
+
+
+def _graph_from(n, pairs, chunks, sims):
+    kg = RawKG(6, [f"e{i}" for i in range(n)], [f"E{i}" for i in range(n)], ["entity"] * n,
+               [[f"d{i}"] for i in range(n)], chunks[:n], [a for a, _ in pairs],
+               [b for _, b in pairs], [[f"r{j}"] for j in range(len(pairs))],
+               [[] for _ in pairs], [1.0 + j for j in range(len(pairs))], chunks[n:])
+    ev = np.eye(n, 4, dtype=np.float32) + 0.1
+    rv = np.ones((len(pairs), 4), np.float32)
+    return kg, consolidate(kg, ev, rv)
+
+
+@SETTINGS
+@given(kgs(), st.floats(0, 1), st.floats(0, 1), st.floats(-0.5, 1))
+def test_semantic_expand_matches_twin(data, alpha, beta, tau):
+    n, pairs, chunks, sims = data
+    _, g = _graph_from(n, pairs, chunks, sims)
+    es, rs = sims[:n], sims[n:]
+    entries = np.arange(0, n, 2, dtype=np.int64)
+    e, esc, r, rsc = semantic_expand(g.adj_ptr, g.adj_nbr, g.adj_rel, es, rs, entries,
+                                     alpha, beta, tau)
+    be, br = semantic_twin(g.adj_ptr, g.adj_nbr, g.adj_rel, es, rs, entries, alpha, beta, tau)
+    assert dict(zip(e.tolist(), esc.tolist())) == pytest.approx(be, abs=1e-12)
+    assert dict(zip(r.tolist(), rsc.tolist())) == pytest.approx(br, abs=1e-12)
+    assert len(set(e.tolist())) == e.size
+
+
+@SETTINGS
+@given(kgs(), st.data())
+def test_induced_relations_and_alignment_match_twins(data, d):
+    n, pairs, chunks, sims = data
+    kg, g = _graph_from(n, pairs, chunks, sims)
+    sel = np.array(sorted(d.draw(st.sets(st.integers(0, n - 1)))), np.int64)
+    got = induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, sel)
+    want = [j for j in range(g.n_relations) if g.rel_src[j] in sel and g.rel_tgt[j] in sel]
+    assert got.tolist() == want
+    rels = np.array(sorted(d.draw(st.sets(st.integers(0, max(g.n_relations - 1, 0)))))
+                    if g.n_relations else [], np.int64)
+    es, rs = sims[:n][sel], np.linspace(-1, 1, rels.size)
+    ids, cnt, best = align_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr, g.rel_chunks,
+                                  sel, es, rels, rs, g.n_chunks)
+    ec = [g.ent_chunks[g.ent_chunk_ptr[e]:g.ent_chunk_ptr[e + 1]].tolist() for e in range(n)]
+    rc = [g.rel_chunks[g.rel_chunk_ptr[r]:g.rel_chunk_ptr[r + 1]].tolist()
+          for r in range(g.n_relations)]
+    order, count, bst = align_twin(ec, rc, sel, es, rels, rs)
+    assert ids.tolist() == order
+    assert cnt.tolist() == [count[c] for c in order]
+    np.testing.assert_allclose(best, [bst[c] for c in order])
+
+
+# ------------------------------------------------------- offline graph building
+EXTRACTIONS = [
+    Extraction((Segment("Google was founded by Larry Page.", (("Google", "x"), ("Larry Page", "y"))),
+                Segment("Google is in Mountain View with Larry Page.",
+                        (("Google", "z"), ("Mountain View", "w"), ("Larry Page", "v"))))),
+    Extraction((), error="boom"),
+    Extraction((Segment("Google Inc. hired Larry Page.", (("Google Inc.", "a"), ("Larry Page", "b"))),)),
+]
+
+
+def test_offline_chunk_kgs_and_raw_graph():
+    types = {"google": "ORG", "larry page": "PERSON"}
+    ck = chunk_kgs_from_extractions(EXTRACTIONS, types.get)
+    assert ck[1] == ChunkKG(error="boom")
+    assert ("Google", "ORG", "x") in ck[0].entities
+    assert ("Mountain View", "entity", "w") in ck[0].entities
+    kg = RawKG.from_chunk_kgs(ck)
+    assert kg.errors == [(1, "boom")]
+    i = {k: n for n, k in enumerate(kg.ent_key)}
+    assert kg.ent_type[i["google"]] == "ORG" and kg.ent_chunks[i["larry page"]] == [0, 2]
+    j = [r for r in range(kg.n_relations)
+         if {kg.rel_src[r], kg.rel_tgt[r]} == {i["google"], i["larry page"]}][0]
+    assert kg.rel_strength[j] == 2.0  # co-occurs in two sentences
+    assert kg.rel_desc[j] == ["Google was founded by Larry Page.",
+                              "Google is in Mountain View with Larry Page."]
+    assert kg.n_relations == 4  # g-lp, g-mv, lp-mv, ginc-lp
+
+
+def _raw():
+    kg = RawKG.from_chunk_kgs(chunk_kgs_from_extractions(EXTRACTIONS))
+    ev, rv = raw_vectors(kg, EMB, {}, EMB.dim)
+    return kg, ev, rv
+
+
+def test_merge_dedupes_relations_and_unmerge_restores(tmp_path):
+    kg, ev, rv = _raw()
+    table = MergeTable([MergeRow("google", "google inc", MERGE, "test", 0.9, "rule")],
+                       {"google": 2.0, "google inc": 1.0})
+    g0 = consolidate(kg, ev, rv)
+    g1 = consolidate(kg, ev, rv, table.group_of())
+    assert g1.n_entities == g0.n_entities - 1
+    assert g1.n_relations == g0.n_relations - 1  # google-lp and ginc-lp became one edge
+    e = g1.ent_key.index("google")
+    lp = g1.ent_key.index("larry page")
+    r = [k for k in range(g1.n_relations) if {g1.rel_src[k], g1.rel_tgt[k]} == {e, lp}][0]
+    assert g1.rel_strength[r] == 3.0
+    assert g1.rel_chunks[g1.rel_chunk_ptr[r]:g1.rel_chunk_ptr[r + 1]].tolist() == [0, 2]
+    assert "Google Inc. hired Larry Page." in g1.rel_desc[r]
+    assert g1.raw_to_ent[kg.ent_key.index("google inc")] == e
+    assert table.unmerge("Google Inc.") == 1
+    assert table.decision("google", "google inc").decision == KEEP
+    assert consolidate(kg, ev, rv, table.group_of()).n_entities == g0.n_entities
+    table.override("Google", "Google Inc", MERGE)
+    table.save(tmp_path / "t.json")
+    again = MergeTable.load(tmp_path / "t.json")
+    assert again.groups() == [["google", "google inc"]]
+    assert consolidated_group_of(again)("google inc") == "google"
+    assert consolidated_group_of(again)("other") == "other"
+
+
+def test_offline_rule_and_candidates():
+    kg, ev, _ = _raw()
+    i, j = kg.ent_key.index("google"), kg.ent_key.index("google inc")
+    assert offline_rule(kg, i, j, 0.5)[0] == MERGE
+    assert offline_rule(kg, i, kg.ent_key.index("mountain view"), 0.5)[0] == KEEP
+    assert offline_rule(kg, i, kg.ent_key.index("mountain view"), 0.99)[0] == MERGE
+    kg.ent_type[i], kg.ent_type[j] = "ORG", "PERSON"
+    assert offline_rule(kg, i, j, 0.99)[0] == KEEP
+    v = np.array([[1, 0], [0.99, 0.141], [0, 1]], np.float32)
+    a, b, s = candidate_pairs(v, 0.9, k=2)
+    assert a.tolist() == [0] and b.tolist() == [1] and s[0] > 0.9
+    table = merge_entities(kg, ev, None, gate=-1.0)
+    assert all(r.source == "rule" for r in table.rows) and len(table.rows) > 0
+
+
+def test_stitch_group_of_merges_name_groups():
+    kg, ev, _ = _raw()
+    table = MergeTable([MergeRow("google", "google inc", MERGE, "t", 0.9, "rule")], {"google": 2})
+    h0 = build_hypergraph(EXTRACTIONS)
+    h1 = build_hypergraph(EXTRACTIONS, group_of=consolidated_group_of(table))
+    assert h1.n_groups == h0.n_groups - 1 and "google inc" not in h1.group_key
+    assert h1.n_nodes == h0.n_nodes  # different chunks: semi-merge keeps the states
+
+
+# ---------------------------------------------------------------- pathways
+def _tiny():
+    """A-B-C chain plus a star D-{E,F}; A is the query's entity."""
+    ex = [
+        Extraction((Segment("alpha beta link", (("Alpha", "alpha thing"), ("Beta", "beta thing"))),)),
+        Extraction((Segment("beta gamma link", (("Beta", "beta thing"), ("Gamma", "gamma thing"))),)),
+        Extraction((Segment("delta epsilon", (("Delta", "delta"), ("Epsilon", "eps"))),
+                    Segment("delta zeta", (("Delta", "delta"), ("Zeta", "zeta"))),)),
+        Extraction((Segment("alpha eta", (("Alpha", "alpha thing"), ("Eta", "eta"))),)),
+    ]
+    kg = RawKG.from_chunk_kgs(chunk_kgs_from_extractions(ex))
+    ev, rv = raw_vectors(kg, EMB, {}, EMB.dim)
+    return consolidate(kg, ev, rv)
+
+
+def _ret(g, q_text, o, top_k=4):
+    q = EMB.embed([q_text])[0]
+    return CodaRetriever(g).retrieve(q, q_text, top_k, o, detail=True)
+
+
+def test_each_pathway_and_switch():
+    g = _tiny()
+    base = CodaOptions(k_entry=1, k_entry_relations=0, elimination=False, tau=-10.0,
+                       k_context=3, k_functional=2)
+    r = _ret(g, "alpha thing", base)
+    name = lambda ids: {g.ent_key[int(i)] for i in ids}  # noqa: E731
+    path = dict(zip((g.ent_key[int(e)] for e in r.detail["entities"]), r.detail["entity_path"]))
+    assert name(r.detail["entry_entities"]) == {"alpha"}
+    assert path["beta"] == "semantic" and path["eta"] == "semantic"
+    assert set(r.detail["entity_path"]) >= {"entry", "semantic"}
+    off = _ret(g, "alpha thing", CodaOptions(**{**base.__dict__, "semantic": False}))
+    assert "semantic" not in off.detail["entity_path"]
+    pc = dict(zip((g.ent_key[int(e)] for e in off.detail["entities"]), off.detail["entity_path"]))
+    assert pc.get("gamma") == "contextual" or pc.get("beta") == "contextual"
+    noc = _ret(g, "alpha thing", CodaOptions(**{**base.__dict__, "semantic": False,
+                                                "contextual": False}))
+    assert set(noc.detail["entity_path"]) <= {"entry", "functional"}
+    assert "functional" in noc.detail["entity_path"]
+    none = _ret(g, "alpha thing", CodaOptions(**{**base.__dict__, "semantic": False,
+                                                 "contextual": False, "functional": False}))
+    assert none.detail["entity_path"] == ["entry"]
+    # tau prunes: with the paper's tau nothing weak survives
+    strict = _ret(g, "alpha thing", CodaOptions(**{**base.__dict__, "tau": 5.0, "contextual": False,
+                                                   "functional": False}))
+    assert strict.detail["entity_path"] == ["entry"]
+
+
+def test_elimination_and_alignment_ranking():
+    g = _tiny()
+    o = CodaOptions(k_entry=1, k_entry_relations=0, tau=-10.0, k_context=6, k_functional=3,
+                    elim_keep_frac=0.0)
+    r = _ret(g, "alpha thing", o)
+    assert set(r.detail["entity_path"]) - {"entry"}  # pathways added items ...
+    assert r.detail["kept_entities"].tolist() == r.detail["entry_entities"].tolist()  # ... all cut
+    keep_all = _ret(g, "alpha thing", CodaOptions(**{**o.__dict__, "elimination": False}))
+    assert keep_all.detail["kept_entities"].size > r.detail["kept_entities"].size
+    # alpha occurs in chunks 0 and 3; beta (semantic) in 0 and 1: chunk 0 holds two items
+    o2 = CodaOptions(k_entry=1, k_entry_relations=0, tau=-10.0, contextual=False,
+                     functional=False, elimination=False, fill_dense=False)
+    r2 = _ret(g, "alpha thing", o2)
+    assert r2.chunk_ids[0] == 0 and r2.scores[0] == max(r2.scores)
+    assert list(r2.scores) == sorted(r2.scores, reverse=True)
+
+
+# --------------------------------------------------------- index + methods
+DOCS = [
+    {"doc_id": "a", "title": "Google", "text": "Google was founded by Larry Page. Google Inc. is based in Mountain View."},
+    {"doc_id": "b", "title": "Larry Page", "text": "Larry Page was born in East Lansing. Larry Page studied at Stanford University."},
+    {"doc_id": "c", "title": "Stanford University", "text": "Stanford University is in California."},
+    {"doc_id": "d", "title": "Apple", "text": "Apple was founded by Steve Jobs in Cupertino."},
+]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return HyperIndex.build(DOCS, RegexExtractor(), EMB, progress=False)
+
+
+def test_methods_registered_and_run(index, tmp_path):
+    names = ["coda", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
+             "coda_no_elimination", "stitch_consolidated"]
+    assert set(names) <= set(METHODS)
+    sys_ = build_coda(index, gate=0.3)
+    assert sys_.table.groups() == [["google", "google inc"]] or any(
+        "google" in g for g in sys_.table.groups())
+    attach_coda(index, sys_, CodaOptions(fill_dense=False))
+    r = Retriever(index, EMB)
+    for m in names:
+        res = r.retrieve("Where was the founder of Google born?",
+                         QueryOptions(method=m).with_top_k(3), detail=True)
+        assert 0 < len(res.chunks) <= 3, m
+    # persistence: the table is applied at load, and an edited table changes the graph
+    d = sys_.save(tmp_path / "coda")
+    loaded = load_coda(d)
+    assert loaded.graph.n_entities == sys_.graph.n_entities
+    assert loaded.table.rows == sys_.table.rows
+    loaded.table.unmerge("google inc")
+    loaded.table.save(d / "merge_table.json")
+    assert load_coda(d).graph.n_entities == sys_.graph.n_entities + 1

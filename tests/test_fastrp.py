@@ -1,0 +1,77 @@
+"""FastRP kernel (kernels/fastrp.py) against a dense NumPy twin with the same projection."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hyperrag_fast.coda.graph import fastrp_projection
+from hyperrag_fast.kernels.csr import csr_from_pairs
+from hyperrag_fast.kernels.fastrp import fastrp
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def fastrp_twin(A: np.ndarray, R: np.ndarray, weights, normalize: bool) -> np.ndarray:
+    """Chen et al. 2019 literally: S = D^-1 A (zero rows stay zero), N_i = S N_{i-1}."""
+    deg = A.sum(1)
+    S = np.divide(A, deg[:, None], out=np.zeros_like(A), where=deg[:, None] > 0)
+    cur, out = R.astype(np.float64), np.zeros(R.shape)
+    for a in weights:
+        cur = S @ cur
+        if normalize:
+            n = np.linalg.norm(cur, axis=1, keepdims=True)
+            cur = np.divide(cur, n, out=np.zeros_like(cur), where=n > 0)
+        out += a * cur
+    return out
+
+
+@st.composite
+def graphs(draw):
+    n = draw(st.integers(1, 12))
+    m = draw(st.integers(0, 30))
+    rows = np.array([draw(st.integers(0, n - 1)) for _ in range(m)], np.int64)
+    cols = np.array([draw(st.integers(0, n - 1)) for _ in range(m)], np.int64)
+    w = np.array([draw(st.floats(0.0, 5.0)) for _ in range(m)], np.float64)
+    return n, rows, cols, w
+
+
+def _csr(n, rows, cols, w):
+    ptr, order = csr_from_pairs(rows, np.arange(rows.size, dtype=np.int64), n)
+    order = order.astype(np.int64)
+    return ptr, cols[order].astype(np.int32), w[order]
+
+
+@SETTINGS
+@given(graphs(), st.integers(1, 8), st.lists(st.floats(0.0, 2.0), min_size=1, max_size=4),
+       st.booleans(), st.integers(0, 2**16))
+def test_fastrp_matches_twin(g, dim, weights, normalize, seed):
+    n, rows, cols, w = g
+    ptr, nbr, ww = _csr(n, rows, cols, w)
+    A = np.zeros((n, n))
+    np.add.at(A, (rows, cols), w)  # parallel arcs add up, as in the CSR sum
+    R = fastrp_projection(n, dim, seed)
+    got = fastrp(ptr, nbr, ww, R, np.asarray(weights), normalize)
+    np.testing.assert_allclose(got, fastrp_twin(A, R, weights, normalize), atol=1e-9, rtol=0)
+
+
+def test_projection_is_very_sparse_and_scaled():
+    R = fastrp_projection(10_000, 64, seed=1)
+    s = np.sqrt(10_000)  # default sparsity s = sqrt(n); entries are +-sqrt(s)
+    vals = set(np.unique(R).tolist())
+    assert vals <= {0.0, np.sqrt(s), -np.sqrt(s)}
+    nz = (R != 0).mean()
+    assert abs(nz - 1 / s) < 0.002  # density 1/s
+    assert abs((R > 0).mean() - (R < 0).mean()) < 0.002  # symmetric signs
+    assert np.array_equal(R, fastrp_projection(10_000, 64, seed=1))  # deterministic
+
+
+def test_structurally_equivalent_nodes_get_equal_rows():
+    # star: leaves 1..4 around hub 0; leaves see only the hub, so N_i rows agree for i >= 1
+    rows = np.array([0, 0, 0, 0, 1, 2, 3, 4])
+    cols = np.array([1, 2, 3, 4, 0, 0, 0, 0])
+    ptr, nbr, w = _csr(5, rows, cols, np.ones(8))
+    R = fastrp_projection(5, 16, seed=3, s=1.0)
+    out = fastrp(ptr, nbr, w, R, np.array([1.0, 1.0]), True)
+    for leaf in range(2, 5):
+        np.testing.assert_allclose(out[leaf], out[1], atol=1e-12)
