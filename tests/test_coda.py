@@ -289,3 +289,20 @@ def test_methods_registered_and_run(index, tmp_path):
     loaded.table.unmerge("google inc")
     loaded.table.save(d / "merge_table.json")
     assert load_coda(d).graph.n_entities == sys_.graph.n_entities + 1
+
+
+def test_isolated_trailing_entities_and_empty_graph():
+    ck = [ChunkKG((("A", "entity", "a"), ("B", "entity", "b")), (("A", "B", "ab", "", 2.0),)),
+          ChunkKG((("Lonely", "entity", "alone"),))]
+    kg = RawKG.from_chunk_kgs(ck)
+    ev, rv = raw_vectors(kg, EMB, {}, EMB.dim)
+    g = consolidate(kg, ev, rv)
+    r = CodaRetriever(g)
+    assert r.wsum.tolist() == [2.0, 2.0, 0.0]
+    assert np.all(g.frp[2] == 0)  # no neighbour: zero FastRP row
+    res = r.retrieve(EMB.embed(["alone"])[0], "alone", 2,
+                     CodaOptions(k_entry=1, k_entry_relations=0, fill_dense=False))
+    assert res.chunk_ids.tolist()[0] == 1
+    empty = consolidate(RawKG.from_chunk_kgs([ChunkKG(error="x")]), np.zeros((0, 64), np.float32),
+                        np.zeros((0, 64), np.float32))
+    assert CodaRetriever(empty).retrieve(EMB.embed(["q"])[0], "q", 2).chunk_ids.size == 0

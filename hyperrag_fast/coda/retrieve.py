@@ -119,10 +119,9 @@ class CodaRetriever:
         self.chunk_vec = chunk_vec
         if keywords is not None and embedder is None:
             raise ValueError("LLM keywords need an embedder to match them to the graph")
-        w = graph.adj_w
-        self.wsum = np.add.reduceat(w, graph.adj_ptr[:-1]) if w.size else np.zeros(graph.n_entities)
-        self.wsum[np.diff(graph.adj_ptr) == 0] = 0.0
-        self.wsum = np.ascontiguousarray(self.wsum, np.float64)
+        rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
+        self.wsum = np.bincount(rows, weights=graph.adj_w, minlength=graph.n_entities
+                                ).astype(np.float64)
 
     # ------------------------------------------------------------- entries
     def entries(self, q: np.ndarray, text: str, ent_sim: np.ndarray, rel_sim: np.ndarray,
