@@ -27,7 +27,8 @@ from ..embed.base import Embedder
 from ..engine import StitchEngine
 from ..hypergraph import build_hypergraph
 from ..retriever import MethodOutput, QueryOptions, RetrieverState, register_method
-from .consolidate import MergeJudge, MergeTable, consolidated_group_of, merge_entities
+from .consolidate import (MergeJudge, MergeTable, consolidated_group_of, merge_entities,
+                          spacy_types)
 from .graph import (ChunkKG, CodaGraph, FastRPParams, RawKG, chunk_kgs_from_extractions,
                     consolidate, load_raw, raw_vectors, save_raw)
 from .retrieve import CodaOptions, CodaRetriever, InterferenceFilter, KeywordExtractor
@@ -84,16 +85,35 @@ def known_vectors(index) -> dict[str, np.ndarray]:
     return known
 
 
+def offline_types(index) -> tuple[Callable[[str], str], list[str]] | None:
+    """Offline type discovery: spaCy NER labels over the index's chunk texts (the label
+    inventory, most frequent label per name); None when spaCy or its model is missing."""
+    try:
+        from ..extract.offline import OfflineExtractor
+        nlp = OfflineExtractor().nlp
+    except ImportError:
+        return None
+    types, inventory = spacy_types((c.text for c in index.chunks), nlp)
+    return types.get, [t for t, _ in inventory.most_common()]
+
+
 def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
                embedder: Embedder | None = None, judge: MergeJudge | None = None,
                type_of: Callable[[str], str] | None = None, gate: float = 0.85,
                high_gate: float = 0.95, k_candidates: int = 10,
-               frp: FastRPParams | None = None, types: Sequence[str] = ()) -> CodaSystem:
+               frp: FastRPParams | None = None, types: Sequence[str] = (),
+               use_spacy_types: bool = True) -> CodaSystem:
     """CODA system of ``index``: raw KG (from ``chunk_kgs`` — e.g. the LLM path's
     ``LLMKGExtractor.extract(index.chunks)`` — or offline from ``index.extractions``),
-    vectors, merging (``judge`` or the offline rule) and the consolidated graph."""
+    vectors, merging (``judge`` or the offline rule) and the consolidated graph.
+    Offline entity types: ``type_of(key)``, else spaCy labels (:func:`offline_types`)
+    when ``use_spacy_types`` and spaCy is installed, else ``"entity"``."""
     t0 = time.perf_counter()
     if chunk_kgs is None:
+        if type_of is None and use_spacy_types:
+            got = offline_types(index)
+            if got is not None:
+                type_of, types = got
         chunk_kgs = chunk_kgs_from_extractions(index.extractions, type_of)
         source = "offline"
     else:
