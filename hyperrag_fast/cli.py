@@ -1,4 +1,6 @@
-"""``hyperrag`` command line: index, add, delete, query, info, demo (DESIGN §2).
+"""``hyperrag`` command line: index, add, delete, query, ask, info, demo, eval (DESIGN §2).
+
+``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
 Every command takes ``--json``; errors (missing paths, corrupted or mismatched index,
 missing optional packages) print one line on stderr and exit with status 2.
@@ -124,6 +126,11 @@ def cmd_query(a) -> dict[str, Any]:
     return out
 
 
+def cmd_ask(a) -> dict[str, Any]:
+    from .cli_answers import cmd_ask as ask
+    return ask(a, lambda path, verify: _load(path, verify=verify))
+
+
 def cmd_info(a) -> dict[str, Any]:
     ix = _load(a.index, verify=not a.no_verify)
     g = ix.graph
@@ -215,6 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
     s.set_defaults(func=cmd_query)
 
+    from .cli_answers import add_ask_parser, add_eval_parser
+    add_ask_parser(sub, [common], methods_registry(), cmd_ask)
+    add_eval_parser(sub)
+
     s = sub.add_parser("info", parents=[common], help="manifest, counts, biggest name groups")
     s.add_argument("index")
     s.add_argument("--groups", type=int, default=10)
@@ -228,7 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_human(cmd: str, out: dict[str, Any]) -> None:
-    if cmd == "query":
+    if cmd == "ask":
+        from .cli_answers import print_ask
+        print_ask(out)
+    elif cmd == "query":
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif cmd == "demo":
         print(f"indexed {out['counts']['chunks']} chunks into {out['index']}")
@@ -249,11 +263,16 @@ def _print_human(cmd: str, out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .llm.client import LLMError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["eval"]:  # its own parsers and output (argparse cannot forward options)
+        from .cli_answers import run_eval
+        return run_eval(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         out = args.func(args)
     except (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
-            ValueError) as e:
+            ValueError, LLMError) as e:
         print(f"hyperrag: error: {e}", file=sys.stderr)
         return 2
     if args.json:
