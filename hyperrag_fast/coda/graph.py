@@ -214,10 +214,12 @@ def _l2(x: np.ndarray) -> np.ndarray:
 
 def _mean_rows(ptr: np.ndarray, idx: np.ndarray, vecs: np.ndarray) -> np.ndarray:
     """Row r = sum of vecs[idx[ptr[r]:ptr[r+1]]] (vectorised segment sum)."""
-    out = np.zeros((ptr.shape[0] - 1, vecs.shape[1]), np.float32)
-    rows = np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
-    np.add.at(out, rows, vecs[idx])
-    return out
+    import scipy.sparse as sp
+
+    n = ptr.shape[0] - 1
+    m = sp.csr_matrix((np.ones(idx.shape[0], np.float32), np.asarray(idx, np.int64),
+                       np.asarray(ptr, np.int64)), shape=(n, vecs.shape[0]))
+    return np.asarray(m @ np.asarray(vecs, np.float32), dtype=np.float32).reshape(n, vecs.shape[1])
 
 
 def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarray],
