@@ -282,3 +282,13 @@ def test_recipe_runs_against_loopback(tmp_path, openai_server, monkeypatch, caps
         assert r["n_answered"] == 2 and r["n_skipped"] == 0 and r["usage"]["total_tokens"] > 0
     assert out["model"] == os.environ["OPENAI_MODEL"]
     assert openai_server.chat.count > 0
+
+
+def test_cli_eval_forwards(data_dir, tmp_path, capsys):
+    base = ["--dataset", "2wikimultihopqa", "--split", "all", "--methods", "nope",
+            "--data-dir", str(data_dir), "--out-dir", str(tmp_path / "o")]
+    assert cli_main(["eval", *base]) == 2  # retrieval harness (python -m hyperrag_fast.eval)
+    assert "unknown method" in capsys.readouterr().err
+    assert cli_main(["eval", "--answers", *base, "--base-url", "http://127.0.0.1:9/v1",
+                     "--model", "m"]) == 2
+    assert "unknown method" in capsys.readouterr().err
