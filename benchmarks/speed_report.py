@@ -32,6 +32,27 @@ def main():
     ppr, scale, build, thr, bw, prof, wiki = (load(f"{n}.json") for n in
                                               ("ppr", "scale", "build", "threads", "bandwidth", "profile", "2wiki"))
     notes = {}
+    # per-size files of a bench_scale run still in progress (or interrupted) override
+    partial = sorted(RES.glob("scale_*.json"))
+    if partial:
+        scale = scale or {"sizes": {}, "params": {"dim": None, "max_arcs": 5e7},
+                          "command": "python benchmarks/bench_scale.py (partial)"}
+        for p in partial:
+            d = json.loads(p.read_text())
+            scale["sizes"][str(d["target_states"])] = d
+        scale["params"].setdefault("dim", None)
+        import sys
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _common import loglog_slope
+        per = scale["sizes"]
+        xs = [per[k]["corpus"]["states"] for k in per]
+        sl = {"build_s": loglog_slope(xs, [per[k]["build"]["median_s"] for k in per]),
+              "candidate_p50": loglog_slope(xs, [per[k]["candidate_ms"]["p50"] for k in per])}
+        for v in ("default", "push", "capped_push"):
+            sl[f"graph_{v}_p50"] = loglog_slope(xs, [per[k]["graph_stage_ms"][v]["p50"] or float("nan") for k in per])
+        scale["loglog_slope_vs_states"] = sl
+        scale["params"]["dim"] = scale["params"]["dim"] or per[next(iter(per))]["dim"]
+        notes["scale_partial"] = f"merged per-size files {[p.name for p in partial]}"
     machine = next((x["machine"] for x in (scale, ppr, build, thr, bw, prof) if x), None)
     out = {"machine": machine,
            "ppr": {"push_vs_prpack_speedup": None, "top8_agreement": None},
