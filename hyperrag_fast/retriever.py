@@ -98,8 +98,10 @@ METHODS: dict[str, Method] = {}
 
 
 def methods_registry() -> dict[str, Method]:
-    """The registry, with the methods of the quality table (``hyperrag_fast.methods``) loaded."""
+    """The registry, with the methods of the quality table (``hyperrag_fast.methods``) and
+    CODA's (``hyperrag_fast.coda.methods``) loaded."""
     from . import methods  # noqa: F401  (registers on first import)
+    from .coda import methods as _coda  # noqa: F401
 
     return METHODS
 

@@ -107,4 +107,4 @@ def test_demo_offline(tmp_path, capsys):
     code, out, _ = run(capsys, "demo", "--dir", str(tmp_path / "demo"))
     assert code == 0 and out["counts"]["chunks"] >= 8
     first = out["answers"][0]["top"]
-    assert "Lord Byron" in [t["title"] for t in first["stitch-sec8"]]
+    assert "Lord Byron" in [t["title"] for t in first["stitch"]]
