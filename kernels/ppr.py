@@ -44,14 +44,40 @@ def ppr_power(ptr, nbr, w, wsum, p, d, tol, max_iter):
 
 
 @jit
-def ppr_push(ptr, nbr, w, wsum, p, d, tol):
-    """Forward push (Andersen-Chung-Lang style) from the residual r = p.
+def _top_order_certified(x, res, k):
+    """True when the k largest entries of x are separated from each other and from the
+    rest by more than ``res``: then, as 0 <= pi - x <= res entrywise, pi has the same
+    top-k in the same order."""
+    m = x.shape[0]
+    kk = min(k + 1, m)
+    top = np.full(kk, -np.inf)
+    for i in range(m):
+        v = x[i]
+        if v <= top[kk - 1]:
+            continue
+        j = kk - 1
+        while j > 0 and top[j - 1] < v:
+            top[j] = top[j - 1]
+            j -= 1
+        top[j] = v
+    for j in range(kk - 1):
+        if not top[j] - top[j + 1] > res:
+            return False
+    return True
 
-    Invariant: pi = x + (1 - d)(I - dP)^{-1} r with x, r >= 0. Nodes are pushed while
-    r_i > tol / m, so at the end ||r||_1 <= tol and, because P is column-stochastic,
-    **0 <= pi_i - x_i for every i and sum_i (pi_i - x_i) = ||r||_1 <= tol**: each score
-    is low by at most the returned residual. Top-k by x therefore equals top-k by pi
-    whenever the k-th and (k+1)-th exact scores differ by more than that residual.
+
+@jit
+def ppr_push_topk(ptr, nbr, w, wsum, p, d, tol, k):
+    """Forward push (Andersen-Chung-Lang style) from the residual r = p, in rounds of
+    decreasing threshold.
+
+    Invariant: pi = x + (1 - d)(I - dP)^{-1} r with x, r >= 0. Because P is
+    column-stochastic, **0 <= pi_i - x_i for every i and sum_i (pi_i - x_i) = ||r||_1**:
+    each score is low by at most the returned residual. Each round pushes every node whose
+    residual exceeds the round's threshold (threshold / 8 per round, down to tol / m),
+    so the push stays local on large graphs. It stops when ||r||_1 <= tol, or, if k > 0,
+    as soon as the k best entries of x are separated from each other and from the rest
+    by more than ||r||_1 — then the top-k of x is the exact top-k of pi, in order.
     A dangling node absorbs its residual at once (its self-loop keeps all mass).
     Returns (x, ||r||_1, pushes).
     """
@@ -60,43 +86,61 @@ def ppr_push(ptr, nbr, w, wsum, p, d, tol):
     r = p.copy()
     if m == 0:
         return x, 0.0, 0
-    thr = tol / m
+    floor = tol / m
+    rmax = 0.0
+    for i in range(m):
+        if r[i] > rmax:
+            rmax = r[i]
+    thr = max(rmax / 8.0, floor)
     queue = np.empty(m, dtype=np.int64)
     inq = np.zeros(m, dtype=np.bool_)
-    head = 0
-    size = 0
-    for i in range(m):
-        if r[i] > thr:
-            queue[(head + size) % m] = i
-            size += 1
-            inq[i] = True
     pushes = 0
-    while size > 0:
-        i = queue[head]
-        head = (head + 1) % m
-        size -= 1
-        inq[i] = False
-        ri = r[i]
-        if ri <= thr:
-            continue
-        r[i] = 0.0
-        pushes += 1
-        if wsum[i] == 0.0:
-            x[i] += ri
-            continue
-        x[i] += (1.0 - d) * ri
-        f = d * ri / wsum[i]
-        for k in range(ptr[i], ptr[i + 1]):
-            j = nbr[k]
-            r[j] += f * w[k]
-            if not inq[j] and r[j] > thr:
-                queue[(head + size) % m] = j
-                size += 1
-                inq[j] = True
     res = 0.0
-    for i in range(m):
-        res += r[i]
+    while True:
+        head = 0
+        size = 0
+        for i in range(m):
+            if r[i] > thr:
+                queue[(head + size) % m] = i
+                size += 1
+                inq[i] = True
+        while size > 0:
+            i = queue[head]
+            head = (head + 1) % m
+            size -= 1
+            inq[i] = False
+            ri = r[i]
+            if ri <= thr:
+                continue
+            r[i] = 0.0
+            pushes += 1
+            if wsum[i] == 0.0:
+                x[i] += ri
+                continue
+            x[i] += (1.0 - d) * ri
+            f = d * ri / wsum[i]
+            for kk in range(ptr[i], ptr[i + 1]):
+                j = nbr[kk]
+                r[j] += f * w[kk]
+                if not inq[j] and r[j] > thr:
+                    queue[(head + size) % m] = j
+                    size += 1
+                    inq[j] = True
+        res = 0.0
+        for i in range(m):
+            res += r[i]
+        if res <= tol or thr <= floor:
+            break
+        if k > 0 and _top_order_certified(x, res, k):
+            break
+        thr = max(thr / 8.0, floor)
     return x, res, pushes
+
+
+@jit
+def ppr_push(ptr, nbr, w, wsum, p, d, tol):
+    """:func:`ppr_push_topk` run to ||r||_1 <= tol (no top-k early stop)."""
+    return ppr_push_topk(ptr, nbr, w, wsum, p, d, tol, 0)
 
 
 @jit

@@ -6,7 +6,7 @@ import numpy as np
 from . import params as P
 from ._config import jit
 from .chunk_graph import chunk_graph
-from .ppr import ppr_power, ppr_push, topk_desc
+from .ppr import ppr_power, ppr_push_topk, topk_desc
 from .projection import chunk_prior, project_scores, query_chunk_set
 from .scratch import reset_scratch
 from .stibp import aggregate, run_stibp
@@ -66,7 +66,8 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
             pi, its = ppr_power(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.MAX_ITER]))
             stats[2] = its
         else:
-            pi, _res, pushes = ppr_push(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL])
+            pi, _res, pushes = ppr_push_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
+                                             int(prm[P.TOPK]))
             stats[2] = pushes
     order = topk_desc(pi, int(prm[P.TOPK]))
     top_ids = cq[order].astype(np.int64)

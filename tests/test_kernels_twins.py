@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.engine import StitchEngine
 from hyperrag_fast.kernels.chunk_graph import chunk_graph
-from hyperrag_fast.kernels.ppr import ppr_power, ppr_push
+from hyperrag_fast.kernels.ppr import ppr_power, ppr_push, ppr_push_topk
 from hyperrag_fast.kernels.scratch import scratch_is_clean
 from hyperrag_fast.options import StitchOptions
 
@@ -146,6 +146,20 @@ def test_push_within_stated_bound(case, tol):
 
 
 @SETTINGS
+@given(ppr_cases(), st.integers(1, 10))
+def test_push_topk_early_stop_is_certified(case, k):
+    W, ptr, nbr, w, wsum, p, d = case
+    exact = ppr_exact(transition(W), p, d)
+    x, res, _ = ppr_push_topk(ptr, nbr, w, wsum, p, d, 1e-9, k)
+    err = exact - x
+    assert np.all(err >= -1e-12) and err.sum() <= res + 1e-12
+    order_x = sorted(range(len(p)), key=lambda i: (-x[i], i))[:k]
+    order_pi = sorted(range(len(p)), key=lambda i: (-exact[i], i))[:k]
+    if res > 1e-9:  # it stopped early: the order must be the exact one
+        assert order_x == order_pi
+
+
+@SETTINGS
 @given(instances(), stitch_options())
 def test_full_query_matches_twin(inst, opts):
     g, nv, ev, cv, q, cn, cc = inst
@@ -153,12 +167,18 @@ def test_full_query_matches_twin(inst, opts):
     A, space, time = stibp_twin(g, nv, ev, cv, q, cn, opts)
     cq, score, p, _ = prior_twin(g, cv, q, (A + space + time) / opts.agg_divisor, cc, opts)
     if opts.ppr == "none":
-        pi, bound = p, 0.0
+        pi = p
     else:
-        P = transition(chunk_graph_twin(g, cq, opts))
-        pi = ppr_exact(P, p, opts.damping)
-        bound = 1e-6 if opts.ppr == "push" else 1e-5
-    np.testing.assert_allclose(res.cq_pi, pi, atol=bound + 1e-9)
+        pi = ppr_exact(transition(chunk_graph_twin(g, cq, opts)), p, opts.damping)
+    if opts.ppr == "push":
+        # push may stop early once its top-k is certified: it never over-estimates, and
+        # its top-k equals the exact one whenever the exact top-k+1 are more than tol apart
+        assert np.all(pi - res.cq_pi >= -1e-12)
+        top = np.sort(pi)[::-1][: opts.top_k + 1]
+        if len(top) < 2 or np.all(np.diff(top) < -(opts.tol + 1e-9)):
+            np.testing.assert_array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k))
+    else:
+        np.testing.assert_allclose(res.cq_pi, pi, atol=1e-5 if opts.ppr == "power" else 1e-12)
     if len(cq):
         assert np.all(res.cq_pi >= 0)
         if opts.ppr != "push":
