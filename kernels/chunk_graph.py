@@ -21,61 +21,48 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
     ``wsum == 0`` marks a dangling chunk (self-loop).
     """
     node_group, chunk_ptr, chunk_nodes, group_chunks = ix[1], ix[10], ix[11], ix[12]
-    gcnt, gstart, gtouched, glast, cnt = sc[11], sc[12], sc[13], sc[16], sc[14]
+    gcnt, gstart, gtouched, glast = sc[11], sc[12], sc[13], sc[16]
     m = cq.shape[0]
+    # 1. the distinct eligible groups of each chunk (CSR cg), and members per group
+    n_ref = 0
+    for i in range(m):
+        n_ref += chunk_ptr[cq[i] + 1] - chunk_ptr[cq[i]]
+    cg_ptr = np.zeros(m + 1, dtype=np.int64)
+    cg = np.empty(n_ref, dtype=np.int32)
     ng = 0
-    # pass 1: distinct groups per chunk; how many C_q chunks each group spans
+    k = 0
     for i in range(m):
         c = cq[i]
         for j in range(chunk_ptr[c], chunk_ptr[c + 1]):
             g = node_group[chunk_nodes[j]]
             if group_chunks[g] > max_group or glast[g] == i:
                 continue
-            if gcnt[g] == 0 and glast[g] == -1:
+            if glast[g] == -1:
                 gtouched[ng] = g
                 ng += 1
             glast[g] = i
             gcnt[g] += 1
-    cnt[3] = ng
+            cg[k] = g
+            k += 1
+        cg_ptr[i + 1] = k
     total = 0
     for t in range(ng):
         g = gtouched[t]
         gstart[g] = total
         total += gcnt[g]
+        gcnt[g] = gstart[g]  # now the fill position
     members = np.empty(total, dtype=np.int32)
-    fill = np.empty(ng, dtype=np.int64)
-    for t in range(ng):
-        g = gtouched[t]
-        fill[t] = gstart[g]
-        gcnt[g] = t  # reuse as the group's position in gtouched
-        glast[g] = -1
-    # pass 2: members of each group (local chunk ids, increasing)
     bound = 0
     for i in range(m):
-        c = cq[i]
-        for j in range(chunk_ptr[c], chunk_ptr[c + 1]):
-            g = node_group[chunk_nodes[j]]
-            if group_chunks[g] > max_group or glast[g] == i:
-                continue
-            glast[g] = i
-            t = gcnt[g]
-            members[fill[t]] = i
-            fill[t] += 1
-    for t in range(ng):
-        g = gtouched[t]
-        glast[g] = -1
+        for s in range(cg_ptr[i], cg_ptr[i + 1]):
+            g = cg[s]
+            members[gcnt[g]] = i
+            gcnt[g] += 1
     for i in range(m):
-        c = cq[i]
-        for j in range(chunk_ptr[c], chunk_ptr[c + 1]):
-            g = node_group[chunk_nodes[j]]
-            if group_chunks[g] > max_group or glast[g] == i:
-                continue
-            glast[g] = i
-            t = gcnt[g]
-            bound += fill[t] - gstart[g] - 1
-    for t in range(ng):
-        glast[gtouched[t]] = -1
-    # pass 3: deduplicated neighbours
+        for s in range(cg_ptr[i], cg_ptr[i + 1]):
+            g = cg[s]
+            bound += gcnt[g] - gstart[g] - 1
+    # 2. deduplicated neighbours through the chunk-group bipartite structure
     ptr = np.zeros(m + 1, dtype=np.int64)
     nbr = np.empty(bound, dtype=np.int32)
     w = np.empty(bound, dtype=np.float64)
@@ -84,16 +71,11 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
     pos = np.empty(m, dtype=np.int64)
     k = 0
     for i in range(m):
-        c = cq[i]
-        for j in range(chunk_ptr[c], chunk_ptr[c + 1]):
-            g = node_group[chunk_nodes[j]]
-            if group_chunks[g] > max_group or glast[g] == i:
-                continue
-            glast[g] = i
-            t = gcnt[g]
+        for s in range(cg_ptr[i], cg_ptr[i + 1]):
+            g = cg[s]
             wg = 1.0 if weight_kind == 0 else 1.0 / group_chunks[g]
-            for s in range(gstart[g], fill[t]):
-                jj = members[s]
+            for t in range(gstart[g], gcnt[g]):
+                jj = members[t]
                 if jj == i:
                     continue
                 if mark[jj] != i:
@@ -105,11 +87,10 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
                 elif weight_kind != 0:
                     w[pos[jj]] += wg
         ptr[i + 1] = k
-        for s in range(ptr[i], k):
-            wsum[i] += w[s]
+        for t in range(ptr[i], k):
+            wsum[i] += w[t]
     for t in range(ng):
         g = gtouched[t]
         glast[g] = -1
         gcnt[g] = 0
-    cnt[3] = 0
     return ptr, nbr[:k], w[:k], wsum

@@ -22,29 +22,27 @@ def dot_row(q, mat, i):
 
 
 @jit
-def edge_sim(e, q, edge_vec, sc):
-    """S(e) = sim(q, e), computed once per query and cached in the scratch."""
-    edge_S, touched_edges, cnt = sc[6], sc[7], sc[14]
-    s = edge_S[e]
+def cached_dot(i, q, mat, cache, touched, cnt, slot):
+    """sim(q, mat[i]) computed once per query: cached in ``cache``, listed in ``touched``."""
+    s = cache[i]
     if s != s:
-        s = dot_row(q, edge_vec, e)
-        edge_S[e] = s
-        touched_edges[cnt[1]] = e
-        cnt[1] += 1
+        s = dot_row(q, mat, i)
+        cache[i] = s
+        touched[cnt[slot]] = i
+        cnt[slot] += 1
     return s
 
 
 @jit
+def edge_sim(e, q, edge_vec, sc):
+    """S(e) = sim(q, e), cached per query."""
+    return cached_dot(e, q, edge_vec, sc[6], sc[7], sc[14], 1)
+
+
+@jit
 def chunk_sim(c, q, chunk_vec, sc):
-    """sim(q, c), computed once per query and cached in the scratch."""
-    csim, touched, cnt = sc[8], sc[9], sc[14]
-    s = csim[c]
-    if s != s:
-        s = dot_row(q, chunk_vec, c)
-        csim[c] = s
-        touched[cnt[2]] = c
-        cnt[2] += 1
-    return s
+    """sim(q, c), cached per query."""
+    return cached_dot(c, q, chunk_vec, sc[8], sc[9], sc[14], 2)
 
 
 @jit
