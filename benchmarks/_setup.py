@@ -7,19 +7,30 @@ import numpy as np
 from hyperrag_fast.engine import StitchEngine
 from hyperrag_fast.hypergraph import hypergraph_from_flat
 from hyperrag_fast.options import StitchOptions
+from hyperrag_fast.retriever import QueryOptions
 
 try:
     from . import synthetic
 except ImportError:
     import synthetic
 
-K = 50
+# Read from the library at run time (the presets may be retuned): "default" is what
+# ``QueryOptions()`` uses (``hyperrag_fast.presets.TUNED_STITCH``), "paper" is
+# ``StitchOptions.paper()`` (method ``stitch_paper``). Candidate budgets likewise.
+_QO = QueryOptions()
+K = _QO.k_nodes
+K_CHUNKS = _QO.k_chunks
 
 VARIANTS = {
-    "default": StitchOptions(),
-    "push": StitchOptions(ppr="push"),
-    "capped_push": StitchOptions(ppr="push", temporal_max_group=50, graph_max_group=10),
+    "default": _QO.stitch,
+    "paper": StitchOptions.paper(),
 }
+
+
+def describe(opts: StitchOptions) -> dict:
+    """The options as a JSON-able dict (so every result names the options it used)."""
+    return {k: (str(v) if isinstance(v, float) and v != v or v == float("inf") else v)
+            for k, v in opts.__dict__.items()}
 
 
 def exact_topk(mat, qs, k=K, block=64):
@@ -37,7 +48,7 @@ def setup(n_states, n_queries=200, dim=64, seed=0):
     node_vec, edge_vec, chunk_vec = synthetic.embeddings(c)
     qs = synthetic.queries(c, n_queries, seed=seed + 100)
     cn = exact_topk(node_vec, qs)
-    cc = exact_topk(chunk_vec, qs)
+    cc = exact_topk(chunk_vec, qs, K_CHUNKS)
     eng = StitchEngine(g, node_vec, edge_vec, chunk_vec)
     for o in VARIANTS.values():
         eng.warmup(o)

@@ -1,27 +1,33 @@
 """PPR kernels against reference libraries on the same chunk graphs (issue item 1).
 
-    python benchmarks/bench_ppr.py                      # sizes 1k 10k 100k 1M
+    python benchmarks/bench_ppr.py                      # sizes 1k 10k 100k 1M, d = 0.85 and 0.2
     python benchmarks/bench_ppr.py --sizes 1000 10000 --repeats 3
 
-Graphs: the production chunk-graph kernel over every chunk of a synthetic corpus
-(``synthetic.py``: Zipf-Mandelbrot name groups, document-local groups; groups in more than
-``--max-group`` chunks make no edges), unweighted, symmetric, P column-normalised, a chunk
-with no neighbour keeps its mass (self-loop; the same self-loop is given to every library).
-Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised (a query's prior).
-d = 0.85. Solvers, each timed as the median of ``--repeats`` runs after one warm-up:
+Graphs: the production chunk-graph kernel over every chunk of a synthetic corpus (the
+chunk-group bipartite model of ``synthetic.py``: Zipf-Mandelbrot name groups plus
+document-local groups), i.e. the chunk graph of a query whose C_q is the whole corpus.
+Group cap and edge weighting are read at run time from the library's default options
+(``hyperrag_fast.presets.TUNED_STITCH``: ``graph_max_group``, ``graph_weight``) unless
+``--max-group`` / ``--weight`` are given. P column-normalised; a chunk with no neighbour
+keeps its mass (self-loop; the same self-loop and the same arc weights are given to
+every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised.
+Dampings ``--dampings`` (default 0.85 = paper, 0.2 = the tuned default). Solvers, each
+timed as the median of ``--repeats`` runs after one warm-up:
 
-* ours_push  — kernels.ppr.ppr_push, L1 residual tol ``--push-tol`` (engine default 1e-6)
-  and looser ones (``--push-tols-extra``); each reports its certified L1 bound;
-* ours_power — kernels.ppr.ppr_power, max-abs-change < 1e-6 (the paper's rule);
-* igraph     — Graph.personalized_pagerank(implementation="prpack", reset=p); graph
-  construction (Graph(n, edges, directed=True)) timed separately from the solve;
-* scipy_power— CSR mat-vec power iteration, same stop rule as ours_power (build separate);
-* networkx   — nx.pagerank(personalization=p, tol=1e-10) up to ``--nx-max`` nodes.
+* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=8): the query path's solver
+  (certified top-8 early stop, else L1 residual <= tol; tol from the preset);
+* ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
+* ours_power     — kernels.ppr.ppr_power, max-abs-change < 1e-6 (the paper's rule);
+* igraph_prpack  — Graph.personalized_pagerank(implementation="prpack", reset=p,
+  weights=w), OMP_NUM_THREADS=1; graph construction (Graph(n, edges, directed=True) +
+  weights) timed separately (``build_ms``) and as ``solve_plus_build_ms``;
+* scipy_power    — CSR mat-vec power iteration, same stop rule as ours_power (build separate);
+* networkx       — nx.pagerank(personalization=p, weight="weight", tol=1e-10) up to ``--nx-max``.
 
 Exact: scipy.sparse.linalg.spsolve on (I - dP) pi = (1 - d) p up to ``--spsolve-max``
-nodes (SuperLU fill-in makes it impractical beyond); above that, a SciPy power iteration
-to max-abs-change < 1e-15 (checked against spsolve where both run: see
-``exact_check_maxabs``). top8 = |top-8 of solver ∩ top-8 of exact| / 8.
+nodes (SuperLU fill-in: 161 s at 10k nodes); above that a SciPy power iteration to
+max-abs-change < 1e-15 (checked against spsolve where both run: ``exact_check_maxabs``).
+top8 = |top-8 of solver ∩ top-8 of exact| / 8; ``top8_same_order`` also checks the order.
 """
 from __future__ import annotations
 
@@ -39,7 +45,9 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from hyperrag_fast.kernels.ppr import ppr_power, ppr_push
+from hyperrag_fast import presets
+from hyperrag_fast.kernels import params as PRM
+from hyperrag_fast.kernels.ppr import ppr_power, ppr_push, ppr_push_topk
 
 try:
     from . import _common as C
@@ -48,11 +56,11 @@ except ImportError:
     import _common as C
     from _graphs import chunk_graph_of_size
 
-D = 0.85
+TOPK = 8
 
 
 def transition(ptr, nbr, w, wsum):
-    """P (m x m, CSC) with P[j, i] = w_ij / wsum_i, dangling columns = self-loop."""
+    """P (m x m, CSR) with P[j, i] = w_ij / wsum_i, dangling columns = self-loop."""
     m = wsum.shape[0]
     deg = np.diff(ptr)
     dang = np.flatnonzero(wsum == 0)
@@ -63,7 +71,7 @@ def transition(ptr, nbr, w, wsum):
     return sp.csr_matrix((vals, (rows, cols)), shape=(m, m))
 
 
-def scipy_power(P, p, d=D, tol=1e-6, max_iter=100_000):
+def scipy_power(P, p, d, tol=1e-6, max_iter=100_000):
     x = p.copy()
     base = (1 - d) * p
     for it in range(1, max_iter + 1):
@@ -75,11 +83,11 @@ def scipy_power(P, p, d=D, tol=1e-6, max_iter=100_000):
     return x, max_iter
 
 
-def top(x, k=8):
+def top(x, k=TOPK):
     return np.argsort(-x, kind="mergesort")[:k]
 
 
-def agree(x, ref, k=8):
+def agree(x, ref, k=TOPK):
     return len(set(top(x, k).tolist()) & set(top(ref, k).tolist())) / k
 
 
@@ -91,118 +99,148 @@ def make_prior(m, nnz, seed):
     return p / p.sum()
 
 
-def run_size(n, a):
-    t = time.perf_counter()
-    ptr, nbr, w, wsum = chunk_graph_of_size(n, a.max_group, seed=a.seed)
-    gen_s = time.perf_counter() - t
+def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a):
     m = wsum.shape[0]
-    p = make_prior(m, a.prior_nnz, a.seed + 7)
-    rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 2))
-    out = {"n_nodes": m, "n_arcs": int(nbr.shape[0]), "mean_degree": nbr.shape[0] / m,
-           "max_degree": int(np.diff(ptr).max()), "dangling": int((wsum == 0).sum()),
-           "prior_nnz": int((p > 0).sum()), "graph_gen_s": gen_s, "repeats": rep}
-    print(f"n={m} arcs={nbr.shape[0]} gen {gen_s:.1f}s", flush=True)
-    # exact
-    tb = time.perf_counter()
-    P = transition(ptr, nbr, w, wsum)
-    scipy_build = time.perf_counter() - tb
+    out = {}
     if m <= a.spsolve_max:
         t = time.perf_counter()
         A = (sp.identity(m, format="csc") - D * P.tocsc())
         exact = spla.spsolve(A, (1 - D) * p)
         out["exact"] = {"method": "spsolve", "s": time.perf_counter() - t}
-        tight, _ = scipy_power(P, p, tol=1e-15)
+        tight, _ = scipy_power(P, p, D, tol=1e-15)
         out["exact_check_maxabs"] = float(np.abs(tight - exact).max())
     else:
         t = time.perf_counter()
-        exact, its = scipy_power(P, p, tol=1e-15)
+        exact, its = scipy_power(P, p, D, tol=1e-15)
         out["exact"] = {"method": "scipy power iteration to max-abs-change < 1e-15",
                         "iterations": its, "s": time.perf_counter() - t}
     srt = np.sort(exact)[::-1]
     out["exact_gap_8_9"] = float(srt[7] - srt[8]) if m > 8 else None
+    out["exact_min_gap_top9"] = float(np.min(srt[:8] - srt[1:9])) if m > 8 else None
     res = {}
 
     def rec(name, fn, reps=rep, extra=None):
         med, ts, r = C.timeit(fn, repeats=reps, warmup=1)
         x = r[0] if isinstance(r, tuple) else r
         e = {"solve_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts], "top8": agree(x, exact),
+             "top8_same_order": bool(np.array_equal(top(x), top(exact))),
              "l1_err": float(np.abs(x / x.sum() - exact).sum())}
         if extra:
             e.update(extra(r))
         res[name] = e
-        print(f"  {name:22s} {med * 1e3:10.3f} ms  top8 {e['top8']:.3f}  L1 {e['l1_err']:.2e}", flush=True)
+        print(f"  d={D:<5g}{name:18s} {med * 1e3:10.3f} ms  top8 {e['top8']:.3f} "
+              f"order {e['top8_same_order']}  L1 {e['l1_err']:.2e}", flush=True)
 
-    rec("ours_push", lambda: ppr_push(ptr, nbr, w, wsum, p, D, a.push_tol),
-        extra=lambda r: {"tol": a.push_tol, "residual_bound": float(r[1]), "pushes": int(r[2])})
-    for tol in a.push_tols_extra:
-        rec(f"ours_push_tol{tol:g}", lambda tol=tol: ppr_push(ptr, nbr, w, wsum, p, D, tol),
-            extra=lambda r, tol=tol: {"tol": tol, "residual_bound": float(r[1]), "pushes": int(r[2])})
+    tol = a.push_tol
+    rec("ours_push_topk", lambda: ppr_push_topk(ptr, nbr, w, wsum, p, D, tol, TOPK),
+        extra=lambda r: {"tol": tol, "k": TOPK, "residual_l1": float(r[1]), "pushes": int(r[2]),
+                         "stopped_by_certificate": bool(float(r[1]) > tol)})
+    rec("ours_push", lambda: ppr_push(ptr, nbr, w, wsum, p, D, tol),
+        extra=lambda r: {"tol": tol, "residual_l1": float(r[1]), "pushes": int(r[2])})
     rec("ours_power", lambda: ppr_power(ptr, nbr, w, wsum, p, D, 1e-6, 100_000),
         extra=lambda r: {"iterations": int(r[1])})
-    rec("scipy_power", lambda: scipy_power(P, p), extra=lambda r: {"iterations": int(r[1]),
-                                                                  "build_ms": scipy_build * 1e3})
+    rec("scipy_power", lambda: scipy_power(P, p, D), extra=lambda r: {"iterations": int(r[1]),
+                                                                     "build_ms": scipy_build * 1e3})
+    rec("igraph_prpack", lambda: np.asarray(G.personalized_pagerank(
+        directed=True, damping=D, reset=p, weights="weight", implementation="prpack")),
+        extra=lambda r: {"build_ms": ig_build_ms})
+    res["igraph_prpack"]["solve_plus_build_ms"] = res["igraph_prpack"]["solve_ms"] + ig_build_ms
+    if H is not None:
+        import networkx as nx
+        pers = {int(i): float(p[i]) for i in np.flatnonzero(p)}
+
+        def nxrun():
+            r = nx.pagerank(H, alpha=D, personalization=pers, weight="weight", tol=1e-10, max_iter=10_000)
+            return np.array([r[i] for i in range(m)])
+        rec("networkx", nxrun, reps=min(rep, 3), extra=lambda r: {"build_ms": nx_build_ms})
+    out["solvers"] = res
+    pr = res["igraph_prpack"]
+    pt = res["ours_push_topk"]["solve_ms"]
+    out["push_vs_prpack_speedup"] = pr["solve_ms"] / pt
+    out["push_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
+    out["push_full_vs_prpack_speedup"] = pr["solve_ms"] / res["ours_push"]["solve_ms"]
+    out["power_vs_prpack_speedup"] = pr["solve_ms"] / res["ours_power"]["solve_ms"]
+    out["push_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
+    print(f"  d={D:g} push_topk vs prpack: {out['push_vs_prpack_speedup']:.1f}x (solve), "
+          f"{out['push_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
+          f"power vs prpack {out['power_vs_prpack_speedup']:.1f}x", flush=True)
+    return out
+
+
+def run_size(n, a):
+    t = time.perf_counter()
+    ptr, nbr, w, wsum = chunk_graph_of_size(n, a.max_group, seed=a.seed, weight_kind=a.weight_kind)
+    gen_s = time.perf_counter() - t
+    m = wsum.shape[0]
+    p = make_prior(m, a.prior_nnz, a.seed + 7)
+    rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 3))
+    out = {"n_nodes": m, "n_arcs": int(nbr.shape[0]), "mean_degree": nbr.shape[0] / m,
+           "max_degree": int(np.diff(ptr).max()), "dangling": int((wsum == 0).sum()),
+           "prior_nnz": int((p > 0).sum()), "graph_gen_s": gen_s, "repeats": rep}
+    print(f"n={m} arcs={nbr.shape[0]} gen {gen_s:.1f}s", flush=True)
+    tb = time.perf_counter()
+    P = transition(ptr, nbr, w, wsum)
+    scipy_build = time.perf_counter() - tb
     import igraph as ig
     dang = np.flatnonzero(wsum == 0)
     src = np.concatenate([np.repeat(np.arange(m), np.diff(ptr)), dang])
     dst = np.concatenate([nbr.astype(np.int64), dang])
+    wts = np.concatenate([w, np.ones(dang.shape[0])])
     edges = np.column_stack([src, dst])
     build = []
     for _ in range(min(rep, 3)):
         t = time.perf_counter()
         G = ig.Graph(n=m, edges=edges, directed=True)
+        G.es["weight"] = wts
         build.append(time.perf_counter() - t)
-    rec("igraph_prpack", lambda: np.asarray(G.personalized_pagerank(
-        directed=True, damping=D, reset=p, implementation="prpack")),
-        extra=lambda r: {"build_ms": float(np.median(build)) * 1e3})
-    res["igraph_prpack"]["solve_plus_build_ms"] = res["igraph_prpack"]["solve_ms"] + res["igraph_prpack"]["build_ms"]
-    del G
+    ig_build_ms = float(np.median(build)) * 1e3
+    out["igraph_build_ms"] = ig_build_ms
+    H, nx_build_ms = None, None
     if m <= a.nx_max:
         import networkx as nx
         t = time.perf_counter()
         H = nx.DiGraph()
         H.add_nodes_from(range(m))
-        H.add_edges_from(zip(src.tolist(), dst.tolist()))
-        nb = time.perf_counter() - t
-        pers = {int(i): float(p[i]) for i in np.flatnonzero(p)}
-
-        def nxrun():
-            r = nx.pagerank(H, alpha=D, personalization=pers, tol=1e-10, max_iter=10_000)
-            return np.array([r[i] for i in range(m)])
-        rec("networkx", nxrun, reps=min(rep, 3), extra=lambda r: {"build_ms": nb * 1e3})
-        del H
-    out["solvers"] = res
-    pr = res["igraph_prpack"]["solve_ms"]
-    out["push_vs_prpack_speedup"] = pr / res["ours_push"]["solve_ms"]
-    out["push_vs_prpack_build_plus_solve_speedup"] = res["igraph_prpack"]["solve_plus_build_ms"] / res["ours_push"]["solve_ms"]
-    exact_push = [k for k in res if k.startswith("ours_push") and res[k]["top8"] == 1.0]
-    if exact_push:
-        best = min(exact_push, key=lambda k: res[k]["solve_ms"])
-        out["fastest_push_with_same_top8"] = {"solver": best, "tol": res[best]["tol"],
-                                              "speedup_vs_prpack": pr / res[best]["solve_ms"]}
-    out["power_vs_prpack_speedup"] = pr / res["ours_power"]["solve_ms"]
-    out["push_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / res["ours_push"]["solve_ms"]
-    print(f"  push vs prpack: {out['push_vs_prpack_speedup']:.1f}x (solve), "
-          f"{out['push_vs_prpack_build_plus_solve_speedup']:.1f}x (build+solve)", flush=True)
+        H.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), wts.tolist()))
+        nx_build_ms = (time.perf_counter() - t) * 1e3
+    out["by_damping"] = {}
+    for D in a.dampings:
+        out["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
+                                                  H, nx_build_ms, rep, a)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000])
+    ap.add_argument("--dampings", type=float, nargs="+", default=[0.85, 0.2])
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--max-group", type=float, default=16)
+    ap.add_argument("--max-group", type=float, default=None,
+                    help="group cap of the chunk graph (default: presets.TUNED_STITCH.graph_max_group)")
+    ap.add_argument("--weight", choices=["uniform", "inverse_size"], default=None,
+                    help="arc weights (default: presets.TUNED_STITCH.graph_weight)")
     ap.add_argument("--prior-nnz", type=int, default=300)
-    ap.add_argument("--push-tol", type=float, default=1e-6)
-    ap.add_argument("--push-tols-extra", type=float, nargs="*", default=[1e-4, 1e-2])
-    ap.add_argument("--spsolve-max", type=int, default=20_000)
+    ap.add_argument("--push-tol", type=float, default=None, help="default: presets.TUNED_STITCH.tol")
+    ap.add_argument("--spsolve-max", type=int, default=2_000)
     ap.add_argument("--nx-max", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="ppr.json")
     a = ap.parse_args()
+    st = presets.TUNED_STITCH
+    a.max_group = st.graph_max_group if a.max_group is None else a.max_group
+    a.weight = st.graph_weight if a.weight is None else a.weight
+    a.push_tol = st.tol if a.push_tol is None else a.push_tol
+    from hyperrag_fast.options import StitchOptions
+    a.weight_kind = int(StitchOptions(graph_weight=a.weight).to_params()[PRM.GRAPH_WEIGHT])
+    a.options_source = {"graph_max_group": a.max_group, "graph_weight": a.weight, "tol": a.push_tol,
+                        "from": "hyperrag_fast.presets.TUNED_STITCH at run time unless overridden on the command line",
+                        "tuned_stitch_repr": repr(st)}
+    print(a.options_source, flush=True)
     # compile outside the timings
     ptr = np.array([0, 1, 2]); nbr = np.array([1, 0], dtype=np.int32)
-    ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), D, 1e-6)
-    ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), D, 1e-6, 100)
+    ppr_push_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, TOPK)
+    ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6)
+    ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100)
     sizes = {}
     for n in a.sizes:  # written after every size, so a long 1M run leaves the smaller ones
         sizes[str(n)] = run_size(n, a)
@@ -210,15 +248,25 @@ def main():
 
 
 def write(a, sizes):
-    sp_ = [s["push_vs_prpack_speedup"] for s in sizes.values()]
-    ag = [s["solvers"]["ours_push"]["top8"] for s in sizes.values()]
+    summ = {}
+    for D in a.dampings:
+        k = f"{D:g}"
+        sp_ = {n: s["by_damping"][k]["push_vs_prpack_speedup"] for n, s in sizes.items()}
+        spb = {n: s["by_damping"][k]["push_vs_prpack_build_plus_solve_speedup"] for n, s in sizes.items()}
+        ag = {n: s["by_damping"][k]["solvers"]["ours_push_topk"]["top8"] for n, s in sizes.items()}
+        od = {n: s["by_damping"][k]["solvers"]["ours_push_topk"]["top8_same_order"] for n, s in sizes.items()}
+        pw = {n: s["by_damping"][k]["power_vs_prpack_speedup"] for n, s in sizes.items()}
+        summ[k] = {"push_vs_prpack_speedup_by_size": sp_,
+                   "push_vs_prpack_build_plus_solve_speedup_by_size": spb,
+                   "power_vs_prpack_speedup_by_size": pw,
+                   "push_vs_prpack_speedup_median": float(np.median(list(sp_.values()))),
+                   "push_vs_prpack_speedup_min": float(np.min(list(sp_.values()))),
+                   "push_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
+                   "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
+                   "top8_agreement_min": float(np.min(list(ag.values())))}
     C.write_result(a.out, {
-        "params": vars(a), "damping": D, "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes,
-        "summary": {"push_vs_prpack_speedup_by_size": {k: s["push_vs_prpack_speedup"] for k, s in sizes.items()},
-                    "push_vs_prpack_speedup_median": float(np.median(sp_)),
-                    "push_vs_prpack_speedup_min": float(np.min(sp_)),
-                    "top8_agreement_by_size": {k: s["solvers"]["ours_push"]["top8"] for k, s in sizes.items()},
-                    "top8_agreement_min": float(np.min(ag))},
+        "params": vars(a), "solver_of_query_path": f"ppr_push_topk(k={TOPK})",
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ,
     })
 
 

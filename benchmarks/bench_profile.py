@@ -7,8 +7,10 @@ spatial, temporal, query_chunk_set, project_scores, chunk_prior, chunk_graph, pp
 topk + reset_scratch), timing each call; checks the top-k equals ``StitchEngine.query``.
 Each Python->Numba call pays a dispatch cost (unboxing the 18-array index tuple and the
 17-array scratch); it is measured (``dispatch_us``: a no-op reset_scratch call) and
-reported, not subtracted. Uncapped ("default", "push") queries whose chunk graph would
-exceed ``--max-arcs`` arcs are skipped and counted (see bench_scale.py).
+reported, not subtracted. Queries whose chunk graph would
+exceed ``--max-arcs`` arcs are skipped and counted (see bench_scale.py). Option sets
+(read at run time, ``_setup.VARIANTS``): ``default`` = ``QueryOptions().stitch`` (tuned
+preset), ``paper`` = ``StitchOptions.paper()``; no BM25 bonus or seeds (no question text).
 """
 from __future__ import annotations
 
@@ -19,18 +21,18 @@ import numpy as np
 
 from hyperrag_fast.kernels import params as P
 from hyperrag_fast.kernels.chunk_graph import chunk_graph
-from hyperrag_fast.kernels.ppr import ppr_power, ppr_push, topk_desc
+from hyperrag_fast.kernels.ppr import ppr_power, ppr_push_topk, topk_desc
 from hyperrag_fast.kernels.projection import chunk_prior, project_scores, query_chunk_set
 from hyperrag_fast.kernels.scratch import reset_scratch
 from hyperrag_fast.kernels.stibp import activate, spatial, temporal
 
 try:
     from . import _common as C
-    from ._setup import VARIANTS, setup
+    from ._setup import VARIANTS, describe, setup
     from .bench_scale import graph_arc_bound
 except ImportError:
     import _common as C
-    from _setup import VARIANTS, setup
+    from _setup import VARIANTS, describe, setup
     from bench_scale import graph_arc_bound
 
 STAGES = ("activate", "spatial", "temporal", "query_chunk_set", "project_scores", "chunk_prior",
@@ -45,8 +47,12 @@ def staged(eng, opts, q, cn, cc):
     div = prm[P.AGG_DIV]
     t = [time.perf_counter()]
     n_act = activate(ix, sc, q, cn, e_i, e_f, prm[P.DELTA]); t.append(time.perf_counter())
-    spatial(ix, sc, q, n_act); t.append(time.perf_counter())
-    temporal(ix, sc, q, n_act, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP]); t.append(time.perf_counter())
+    if prm[P.SPATIAL] != 0:
+        spatial(ix, sc, q, n_act)
+    t.append(time.perf_counter())
+    if prm[P.TEMPORAL] != 0:
+        temporal(ix, sc, q, n_act, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP])
+    t.append(time.perf_counter())
     cq = query_chunk_set(ix, sc, cc, div); t.append(time.perf_counter())
     score = project_scores(ix, sc, div); t.append(time.perf_counter())
     prior, _ = chunk_prior(ix, sc, q, cq, score, cc, bonus, prm); t.append(time.perf_counter())
@@ -55,7 +61,7 @@ def staged(eng, opts, q, cn, cc):
     if int(prm[P.PPR]) == P.PPR_POWER:
         pi, work = ppr_power(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.MAX_ITER]))
     else:
-        pi, _r, work = ppr_push(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL])
+        pi, _r, work = ppr_push_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.TOPK]))
     t.append(time.perf_counter())
     order = topk_desc(pi, int(prm[P.TOPK]))
     top = cq[order]
@@ -81,14 +87,14 @@ def main():
         reset_scratch(sc, empty)
         d.append(time.perf_counter())
     dispatch_us = float(np.median(np.diff(d))) * 1e6
-    none = VARIANTS["default"].replace(ppr="none")
-    bounds = [graph_arc_bound(g, eng.query(qs[i], cn[i], cc[i], none).cq) for i in range(len(qs))]
     out = {"states": g.n_nodes, "queries": len(qs), "dispatch_us": dispatch_us, "variants": {}}
     for name, opts in VARIANTS.items():
+        bounds = [graph_arc_bound(g, eng.query(qs[i], cn[i], cc[i], opts.replace(ppr="none")).cq,
+                                  opts.graph_max_group) for i in range(len(qs))]
         rows, whole, infos, skipped, mismatch = [], [], [], 0, 0
         t0 = time.perf_counter()
         for i in range(len(qs)):
-            if name != "capped_push" and bounds[i] > a.max_arcs:
+            if bounds[i] > a.max_arcs:
                 skipped += 1
                 continue
             if time.perf_counter() - t0 > a.variant_budget_s:
@@ -102,7 +108,7 @@ def main():
             infos.append(info)
         rows = np.array(rows) * 1e3
         tot = rows.sum(axis=1)
-        v = {"n": len(rows), "skipped_over_max_arcs": skipped, "topk_mismatch_vs_engine": mismatch,
+        v = {"n": len(rows), "skipped_over_max_arcs": skipped, "options": describe(opts), "topk_mismatch_vs_engine": mismatch,
              "engine_query_ms_p50": C.pct(np.array(whole) * 1e3, 50),
              "staged_total_ms_p50": C.pct(tot, 50),
              "stage_ms_p50": {s: C.pct(rows[:, j], 50) for j, s in enumerate(STAGES)},

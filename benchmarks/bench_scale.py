@@ -17,15 +17,20 @@ log-log growth exponent of every stage. Per size:
 * ANN: usearch HNSW, cosine, f16 storage, connectivity 16, expansion_add 40 (default
   width 128 builds at ~1,700 vectors/s here even at 64-d: infeasible at 1e7). Over at most
   ``--ann-max`` vectors per index: above that a random subset is indexed (reported);
-* per query, single-threaded: (a) candidate search = usearch top-50 nodes + top-50 chunks;
-  (b) everything after it = ``StitchEngine.query`` with default options (the paper: power
-  PPR, no group caps), with ppr="push", and with DESIGN §8 caps (temporal_max_group 50,
-  graph_max_group 10, push). p50 / p99 over ``--queries`` queries.
+* per query, single-threaded: (a) candidate search = usearch top-K_V nodes + top-K_C
+  chunks (budgets of ``QueryOptions()``, read at run time); (b) the graph stage =
+  ``StitchEngine.query(q, cand_nodes, cand_chunks, options, chunk_bonus=0, seed_nodes=[])``
+  exactly as ``hyperrag_fast.methods.run_stitch`` calls it, with two option sets read at
+  run time: ``default`` = ``QueryOptions().stitch`` (``presets.TUNED_STITCH``, the
+  library default) and ``paper`` = ``StitchOptions.paper()`` (method ``stitch_paper``).
+  Synthetic queries have no text, so the default method's BM25 term and question-entity
+  seeds (``presets.TUNED_HYBRID``) are off here: chunk_bonus = 0, no seed nodes.
+  p50 / p99 over ``--queries`` queries.
 
 Safety: the paper's uncapped chunk graph is quadratic in hub groups (a name in 1 % of the
-corpus). Before an uncapped query the chunk-graph size bound is computed from C_q (a
-ppr="none" query) and the query is skipped, and counted, if it would exceed
-``--max-arcs`` arcs.
+corpus). Before each query the chunk-graph size bound is computed from C_q (a ppr="none"
+query with the same options; groups over the options' graph_max_group excluded) and the
+query is skipped, and counted, if it would exceed ``--max-arcs`` arcs.
 """
 from __future__ import annotations
 
@@ -45,7 +50,6 @@ except ImportError:
     import _common as C
     import synthetic
 
-K = 50
 
 
 def vm_hwm_mb() -> float:
@@ -63,9 +67,10 @@ def reset_hwm() -> None:
         pass
 
 
-def graph_arc_bound(g, cq):
+def graph_arc_bound(g, cq, max_group=float("inf")):
     """Upper bound on chunk-graph arcs for C_q: sum over groups of n_g (n_g - 1), n_g =
-    chunks of C_q holding the group (before dedup across groups)."""
+    chunks of C_q holding the group (before dedup across groups); groups spanning more
+    than ``max_group`` chunks of the corpus make no edges (as in the kernel)."""
     if cq.shape[0] == 0:
         return 0
     starts, ends = g.chunk_ptr[cq], g.chunk_ptr[cq + 1]
@@ -74,7 +79,8 @@ def graph_arc_bound(g, cq):
     grp = g.node_group[g.chunk_nodes[idx]].astype(np.int64)
     ch = np.repeat(np.arange(cq.shape[0]), lens)
     pairs = np.unique(ch * (g.n_groups + 1) + grp)
-    cnt = np.bincount(pairs % (g.n_groups + 1))
+    cnt = np.bincount(pairs % (g.n_groups + 1), minlength=g.n_groups + 1)[:g.n_groups]
+    cnt = np.where(g.group_chunks > max_group, 0, cnt)
     return int((cnt * (cnt - 1)).sum())
 
 
@@ -101,9 +107,14 @@ def build_ann(vecs, ann_max, seed, label):
 def one(n_states, a):
     from hyperrag_fast.engine import StitchEngine
     from hyperrag_fast.hypergraph import hypergraph_from_flat
-    from hyperrag_fast.options import StitchOptions
+    try:
+        from ._setup import K, K_CHUNKS, VARIANTS, describe
+    except ImportError:
+        from _setup import K, K_CHUNKS, VARIANTS, describe
 
-    out = {"target_states": n_states, "dim": a.dim}
+    out = {"target_states": n_states, "dim": a.dim, "k_nodes": K, "k_chunks": K_CHUNKS,
+           "options": {k: describe(v) for k, v in VARIANTS.items()},
+           "signals": "no question text: BM25 term and question-entity seeds off (chunk_bonus 0, no seeds)"}
     t = time.perf_counter()
     c = synthetic.generate(n_states, seed=a.seed, dim=a.dim)
     out["generate_s"] = time.perf_counter() - t
@@ -148,17 +159,15 @@ def one(n_states, a):
             rec.append(len(set(got.tolist()) & set(ex.tolist())) / K)
     out["ann_nodes"]["recall_at_50"] = float(np.mean(rec)) if rec else None
     eng = StitchEngine(g, node_vec, edge_vec, chunk_vec)
-    variants = {"default": StitchOptions(), "push": StitchOptions(ppr="push"),
-                "capped_push": StitchOptions(ppr="push", temporal_max_group=50, graph_max_group=10)}
+    variants = VARIANTS
     for o in variants.values():
         eng.warmup(o)
-    none = StitchOptions(ppr="none")
     cand_t, cand_n_t, cand_c_t, cands = [], [], [], []
     for q in qs:
         t0 = time.perf_counter()
         cn = node_ix.search(q, K).keys
         t1 = time.perf_counter()
-        cc = chunk_ix.search(q, K).keys
+        cc = chunk_ix.search(q, K_CHUNKS).keys
         t2 = time.perf_counter()
         cand_n_t.append(t1 - t0)
         cand_c_t.append(t2 - t1)
@@ -168,28 +177,33 @@ def one(n_states, a):
     out["candidate_ms"] = {"p50": C.pct(ms(cand_t), 50), "p99": C.pct(ms(cand_t), 99),
                            "nodes_p50": C.pct(ms(cand_n_t), 50), "chunks_p50": C.pct(ms(cand_c_t), 50)}
     print(f"  candidates p50 {out['candidate_ms']['p50']:.3f} ms", flush=True)
-    # chunk-graph size bound of each query (uncapped)
-    bounds = []
-    for q, (cn, cc) in zip(qs, cands):
-        r = eng.query(q, cn, cc, none)
-        bounds.append(graph_arc_bound(g, r.cq))
-    out["uncapped_graph_arc_bound"] = {"p50": C.pct(bounds, 50), "max": int(max(bounds))}
     out["graph_stage_ms"] = {}
+    out["graph_arc_bound"] = {}
+    empty, nob = np.empty(0, np.int64), np.empty(0)
     for name, o in variants.items():
+        # chunk-graph size bound of each query under these options
+        bounds = []
+        for q, (cn, cc) in zip(qs, cands):
+            r = eng.query(q, cn, cc, o.replace(ppr="none"), chunk_bonus=np.zeros(cc.shape[0]),
+                          seed_nodes=empty, seed_values=nob)
+            bounds.append(graph_arc_bound(g, r.cq, o.graph_max_group))
+        out["graph_arc_bound"][name] = {"p50": C.pct(bounds, 50), "max": int(max(bounds))}
         lat, st, skipped, results = [], [], 0, []
         t_start = time.perf_counter()
         for i, (q, (cn, cc)) in enumerate(zip(qs, cands)):
-            if name != "capped_push" and bounds[i] > a.max_arcs:
+            if bounds[i] > a.max_arcs:
                 skipped += 1
                 continue
             if time.perf_counter() - t_start > a.variant_budget_s:
                 break
+            bonus = np.zeros(cc.shape[0])
             t = time.perf_counter()
-            r = eng.query(q, cn, cc, o)
+            r = eng.query(q, cn, cc, o, chunk_bonus=bonus, seed_nodes=empty, seed_values=nob)
             lat.append(time.perf_counter() - t)
             st.append(r.stats.copy())
         st = np.array(st) if st else np.zeros((1, 4))
-        d = {"n": len(lat), "skipped_over_max_arcs": skipped,
+        d = {"n": len(lat), "skipped_over_max_arcs": skipped, "options": describe(o),
+             "budget_stopped": len(lat) + skipped < len(qs),
              "p50": C.pct(ms(lat), 50) if lat else None, "p99": C.pct(ms(lat), 99) if lat else None,
              "mean": float(np.mean(ms(lat))) if lat else None,
              "stats_median": {"cq": float(np.median(st[:, 0])), "arcs": float(np.median(st[:, 1])),
@@ -211,7 +225,7 @@ def main():
     ap.add_argument("--build-repeats", type=int, default=5)
     ap.add_argument("--ann-max", type=int, default=1_000_000)
     ap.add_argument("--max-arcs", type=float, default=5e7)
-    ap.add_argument("--variant-budget-s", type=float, default=180)
+    ap.add_argument("--variant-budget-s", type=float, default=120)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -229,7 +243,7 @@ def main():
     xs = [per[k]["corpus"]["states"] for k in per]
     slopes = {"build_s": C.loglog_slope(xs, [per[k]["build"]["median_s"] for k in per]),
               "candidate_p50": C.loglog_slope(xs, [per[k]["candidate_ms"]["p50"] for k in per])}
-    for v in ("default", "push", "capped_push"):
+    for v in per[next(iter(per))]["graph_stage_ms"]:
         slopes[f"graph_{v}_p50"] = C.loglog_slope(xs, [per[k]["graph_stage_ms"][v]["p50"] or np.nan for k in per])
     C.write_result("scale.json", {"params": {k: v for k, v in vars(a).items() if k != "one"},
                                   "sizes": per, "loglog_slope_vs_states": slopes})

@@ -1,6 +1,7 @@
 """Queries from 1 and 2 threads on one StitchEngine (issue item 4).
 
-    python benchmarks/bench_threads.py                       # 1e6 states, 400 queries
+    python benchmarks/bench_threads.py --index indexes/2wiki  # the real 2Wiki index, 1,000 questions
+    python benchmarks/bench_threads.py                       # synthetic 1e6 states, 400 queries
     python benchmarks/bench_threads.py --states 100000
 
 The stage after candidate search (candidates precomputed by exact search). Serial pass:
@@ -8,7 +9,11 @@ every query in one thread. Threaded pass: the same queries split over 2 threads
 (ThreadPoolExecutor, each thread its own scratch, kernels release the GIL). Checks that
 every result (top ids and scores, bit for bit) equals the serial one; throughput ratio =
 serial wall time / 2-thread wall time, median over ``--repeats`` alternating rounds.
-Options: DESIGN §8 caps + push (``capped_push``) by default; ``--variant`` to change.
+Options read at run time: ``default`` = ``QueryOptions().stitch`` (tuned preset) unless
+``--variant paper``. With ``--index``: the engine arguments of every 2Wiki question are
+recorded from the default ``stitch`` method (candidates, BM25 bonus, question-entity
+seeds: exactly what ``run_stitch`` passes to ``StitchEngine.query``), then replayed;
+``--full-method`` also times the whole method (ANN + BM25 + NER + engine) in 1 vs 2 threads.
 """
 from __future__ import annotations
 
@@ -20,10 +25,10 @@ import numpy as np
 
 try:
     from . import _common as C
-    from ._setup import VARIANTS, setup
+    from ._setup import VARIANTS, describe, setup
 except ImportError:
     import _common as C
-    from _setup import VARIANTS, setup
+    from _setup import VARIANTS, describe, setup
 
 
 def main():
@@ -31,15 +36,32 @@ def main():
     ap.add_argument("--states", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=400)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--variant", default="capped_push", choices=sorted(VARIANTS))
+    ap.add_argument("--variant", default="default", choices=sorted(VARIANTS))
+    ap.add_argument("--index", default=None, help="a saved 2Wiki index (else synthetic)")
+    ap.add_argument("--full-method", action="store_true")
+    ap.add_argument("--out", default="threads.json")
     a = ap.parse_args()
-    c, g, eng, qs, cn, cc = setup(a.states, a.queries)
     opts = VARIANTS[a.variant]
-    n = qs.shape[0]
+    extra = {}
+    if a.index:
+        calls, eng, full = record_2wiki(a.index, a.variant, a.queries)
+        n = len(calls)
+        states = eng.graph.n_nodes
 
-    def run(i):
-        r = eng.query(qs[i], cn[i], cc[i], opts)
-        return r.chunk_ids, r.scores
+        def run(i):
+            args, kw = calls[i]
+            r = eng.query(*args, **kw)
+            return r.chunk_ids, r.scores
+        if a.full_method:
+            extra["full_method"] = ratio_of(full, len(full[0]), a.repeats)
+    else:
+        c, g, eng, qs, cn, cc = setup(a.states, a.queries)
+        n = qs.shape[0]
+        states = g.n_nodes
+
+        def run(i):
+            r = eng.query(qs[i], cn[i], cc[i], opts)
+            return r.chunk_ids, r.scores
 
     # warm both threads' scratch (allocation is per thread, once)
     with ThreadPoolExecutor(2) as ex:
@@ -63,12 +85,62 @@ def main():
             t2s.append(t2)
             ratios.append(t1 / t2)
             print(f"  1 thread {n / t1:.0f} q/s, 2 threads {n / t2:.0f} q/s, ratio {t1 / t2:.2f}", flush=True)
-    res = {"states": g.n_nodes, "queries": n, "variant": a.variant, "repeats": a.repeats,
+    res = {"source": a.index or "synthetic", "states": states, "queries": n, "variant": a.variant,
+           "options": describe(opts), "repeats": a.repeats, **extra,
            "qps_1": n / float(np.median(t1s)), "qps_2": n / float(np.median(t2s)),
            "ratios": ratios, "threads_2_over_1": float(np.median(ratios)),
            "identical_to_serial": identical, "mean_query_ms_serial": float(np.median(t1s)) / n * 1e3}
     print(res, flush=True)
-    C.write_result(f"threads_{a.variant}.json" if a.variant != "capped_push" else "threads.json", res)
+    C.write_result(a.out, res)
+
+
+def record_2wiki(index, variant, n_questions):
+    """Engine arguments of each 2Wiki question under method ``stitch`` (or ``stitch_paper``)."""
+    from dataclasses import replace
+
+    from hyperrag_fast.retriever import METHODS, QueryOptions
+    try:
+        from .bench_2wiki import load
+    except ImportError:
+        from bench_2wiki import load
+    ds, emb, idx, ret, qs, _ = load(index, n_questions)
+    name = "stitch" if variant == "default" else "stitch_paper"
+    o = replace(QueryOptions(), method=name)
+    st = ret.state
+    eng = st.engine
+    vecs = ret._embed(qs)
+    fn = METHODS[name]
+    fn(st, vecs[0], qs[0], o, False)
+    calls = []
+    orig = eng.query
+
+    def recorder(*args, **kw):
+        calls.append((args, kw))
+        return orig(*args, **kw)
+    eng.query = recorder
+    try:
+        for text, v in zip(qs, vecs):
+            fn(st, v, text, o, False)
+    finally:
+        del eng.query
+    full = (lambda i: (lambda r: (r.chunk_ids, r.scores))(fn(st, vecs[i], qs[i], o, False)), qs)
+    return calls, eng, full
+
+
+def ratio_of(full, n, repeats):
+    run, _ = full
+    with ThreadPoolExecutor(2) as ex:
+        list(ex.map(run, range(4)))
+        serial = [run(i) for i in range(n)]
+        ratios, same = [], True
+        for _ in range(repeats):
+            t = time.perf_counter(); s = [run(i) for i in range(n)]; t1 = time.perf_counter() - t
+            t = time.perf_counter(); par = list(ex.map(run, range(n), chunksize=8)); t2 = time.perf_counter() - t
+            same &= all(np.array_equal(x, u) and np.array_equal(y, v) for (x, y), (u, v) in zip(serial, par))
+            ratios.append(t1 / t2)
+            print(f"  full method: 1 thread {n / t1:.0f} q/s, 2 threads {n / t2:.0f} q/s", flush=True)
+    return {"threads_2_over_1": float(np.median(ratios)), "ratios": ratios, "identical_to_serial": bool(same),
+            "what": "whole stitch method (ANN + BM25 + NER seeds + engine), embedding excluded"}
 
 
 if __name__ == "__main__":
