@@ -33,6 +33,7 @@ from .metrics import KS, summarize
 from .report import write_markdown
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def default_extractor() -> Extractor:
@@ -184,7 +185,8 @@ def machine_info() -> dict[str, Any]:
         pass
     return {"platform": platform.platform(), "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
             "python": platform.python_version(), "numpy": np.__version__,
-            "loadavg_at_start": list(os.getloadavg())}
+            "loadavg_at_start": list(os.getloadavg()),
+            "thread_env": {k: os.environ[k] for k in _THREAD_ENV if k in os.environ}}
 
 
 # ------------------------------------------------------------------------- entry
