@@ -3,10 +3,13 @@
 ``build_hypergraph`` turns per-chunk extractions (in preprocessing order) into the CSR
 arrays the kernels read, with the merge strategy of STITCH-RAG Definitions 2-3:
 
-* ``semi`` (default): one entity state per (chunk, name group); states of a group are
-  linked by phi and ordered by chunk index t_v.
-* ``full``: one node per name group, present in every chunk that names it.
-* ``none``: one node per mention; every group is a singleton (no cross-chunk link).
+* ``semi`` (default): every entity entry of a segment is an entity state with its own
+  description (DESIGN §4); states with the same normalised name form one group (phi),
+  ordered by chunk index t_v.
+* ``full``: one node per name, present in every chunk that names it; its description
+  joins all of them.
+* ``none``: states as in ``semi``, but no cross-chunk groups: a group is one name within
+  one chunk.
 """
 from __future__ import annotations
 
@@ -127,69 +130,64 @@ def build_hypergraph(
     """
     if merge not in MERGES:
         raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
-    group_ids: dict[str, int] = {}
+    group_ids: dict[object, int] = {}  # group identity -> group id
+    group_key: list[str] = []
     node_chunk: list[int] = []
     node_group: list[int] = []
     node_name: list[str] = []
     node_descs: list[list[str]] = []
+    node_last: list[int] = []  # last chunk each node was seen in
     nc_node: list[int] = []
     nc_chunk: list[int] = []
     edge_chunk: list[int] = []
     edge_text: list[str] = []
     inc_edge: list[int] = []
     inc_node: list[int] = []
-    full_nodes: dict[int, int] = {}  # group -> node (full merge)
-    node_last: list[int] = []  # last chunk each node was seen in
+    full_nodes: dict[str, int] = {}  # group key -> its one node (full merge)
+
+    def new_node(c: int, ident: object, gkey: str, name: str) -> int:
+        g = group_ids.get(ident)
+        if g is None:
+            g = group_ids[ident] = len(group_key)
+            group_key.append(gkey)
+        v = len(node_chunk)
+        node_chunk.append(c)
+        node_group.append(g)
+        node_name.append(name.strip())
+        node_descs.append([])
+        node_last.append(c)
+        nc_node.append(v)
+        nc_chunk.append(c)
+        return v
+
     for c, ex in enumerate(extractions):
-        local: dict[int, int] = {}  # group -> node in this chunk (semi)
         for seg in ex.segments:
             e = len(edge_chunk)
             edge_chunk.append(c)
             edge_text.append(seg.topic)
-            in_edge: set[int] = set()
+            local: dict[str, int] = {}  # group key -> state of this segment
             for name, desc in seg.entities:
                 key = normalize_name(name)
                 if not key:
                     continue
                 gkey = group_of(key) if group_of is not None else key
-                g = group_ids.setdefault(gkey, len(group_ids))
-                if merge == "semi":
-                    v = local.get(g)
-                elif merge == "full":
-                    v = full_nodes.get(g)
-                else:
-                    v = None
+                v = local.get(gkey)
                 if v is None:
-                    v = len(node_chunk)
-                    node_chunk.append(c)
-                    node_group.append(g)
-                    node_name.append(name.strip())
-                    node_descs.append([])
-                    node_last.append(c)
-                    nc_node.append(v)
-                    nc_chunk.append(c)
-                    if merge == "semi":
-                        local[g] = v
-                    elif merge == "full":
-                        full_nodes[g] = v
-                elif merge == "full" and node_last[v] != c:
-                    nc_node.append(v)
-                    nc_chunk.append(c)
-                node_last[v] = c
-                if desc and desc not in node_descs[v]:
-                    node_descs[v].append(desc)
-                if v not in in_edge:
-                    in_edge.add(v)
+                    if merge == "full":
+                        v = full_nodes.get(gkey)
+                        if v is None:
+                            v = full_nodes[gkey] = new_node(c, gkey, gkey, name)
+                        elif node_last[v] != c:
+                            nc_node.append(v)
+                            nc_chunk.append(c)
+                            node_last[v] = c
+                    else:
+                        v = new_node(c, (c, gkey) if merge == "none" else gkey, gkey, name)
+                    local[gkey] = v
                     inc_edge.append(e)
                     inc_node.append(v)
-    group_key = [""] * len(group_ids)
-    for k, g in group_ids.items():
-        group_key[g] = k
-    if merge != "semi":
-        # every node is its own group: no cross-chunk name links (none), or the one
-        # merged node stands for the whole group (full).
-        group_key = [group_key[g] for g in node_group]
-        node_group = list(range(len(node_chunk)))
+                if desc and desc not in node_descs[v]:
+                    node_descs[v].append(desc)
     return hypergraph_from_flat(
         merge, len(extractions), len(group_key), node_chunk, node_group, nc_node, nc_chunk,
         edge_chunk, inc_edge, inc_node,

@@ -25,7 +25,7 @@ def _twin(ex, merge):
                 key = normalize_name(name)
                 if not key:
                     continue
-                ident = {"semi": (c, key), "full": key, "none": (c, e, j)}[merge]
+                ident = {"semi": (e, key), "full": key, "none": (e, key)}[merge]
                 if ident not in index:
                     index[ident] = len(nodes)
                     nodes.append([c, key, []])
@@ -60,8 +60,9 @@ def test_builder_matches_twin(ex, merge):
         assert len({nodes[v][1] for v in mem}) == 1
         assert len({c for v in mem for c in nodes[v][2]}) == g.group_chunks[gid]
     if merge == "semi":
-        keys = {n[1] for n in nodes}
-        assert g.n_groups == len(keys)
+        assert g.n_groups == len({n[1] for n in nodes})
+    elif merge == "none":  # a group is one name within one chunk
+        assert g.n_groups == len({(n[0], n[1]) for n in nodes})
     else:
         assert g.n_groups == g.n_nodes
 

@@ -48,7 +48,8 @@ def test_prop1_same_projection_different_spatial_scores(topic_sims, a_sim):
     triples = [("a", "b", "c"), ("a", "b", "d"), ("a", "c", "d"), ("b", "c", "d")]
     h1 = [Extraction(tuple(Segment(f"t{i}", tuple((n, n) for n in t)) for i, t in enumerate(triples)))]
     h2 = [Extraction((Segment("all", tuple((n, n) for n in "abcd")),))]
-    g1, g2 = build_hypergraph(h1), build_hypergraph(h2)
+    # one node per entity in both (full merge): only the hyperedges differ
+    g1, g2 = build_hypergraph(h1, merge="full"), build_hypergraph(h2, merge="full")
 
     def projection(g):
         pairs = set()

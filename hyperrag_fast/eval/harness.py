@@ -27,7 +27,7 @@ from ..embed.base import Embedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
 from ..retriever import METHODS, QueryOptions, Retriever
-from ..store import MANIFEST
+from ..store import FORMAT_VERSION, MANIFEST
 from .data import Dataset, corpus_checksum, load_dataset
 from .metrics import KS, summarize
 from .report import write_markdown
@@ -80,6 +80,8 @@ def _reuse_reason(index_dir: Path, ds: Dataset, extractor: Extractor,
     if not path.is_file():
         return f"no index at {index_dir}"
     m = json.loads(path.read_text(encoding="utf-8"))
+    if m.get("format_version") != FORMAT_VERSION:
+        return f"format version {m.get('format_version')} != {FORMAT_VERSION}"
     if m.get("extractor") != extractor.name:
         return f"extractor {m.get('extractor')!r} != {extractor.name!r}"
     if m.get("embedder", {}).get("name") != embedder.name:
