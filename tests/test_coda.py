@@ -306,3 +306,11 @@ def test_isolated_trailing_entities_and_empty_graph():
     empty = consolidate(RawKG.from_chunk_kgs([ChunkKG(error="x")]), np.zeros((0, 64), np.float32),
                         np.zeros((0, 64), np.float32))
     assert CodaRetriever(empty).retrieve(EMB.embed(["q"])[0], "q", 2).chunk_ids.size == 0
+
+
+def test_save_over_a_loaded_system(index, tmp_path):
+    sys_ = build_coda(index, gate=0.3)
+    d = sys_.save(tmp_path / "coda")
+    loaded = load_coda(d)  # memory-maps the vectors
+    loaded.save(d)  # must not truncate the mapped files
+    assert load_coda(d).graph.n_entities == sys_.graph.n_entities

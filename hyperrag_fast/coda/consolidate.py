@@ -6,7 +6,9 @@ Merging: candidate pairs are entity pairs whose vectors have cosine >= ``gate``
 LLM judge (``llm_extract.LLMMergeJudge``) is the paper's step. The offline
 stand-in, :func:`offline_rule`, is deterministic: merge when the two entities have
 the same type (or one is untyped) and one normalised name is a contiguous token
-subsequence of the other (``google`` / ``google inc``), or when cosine >= ``high_gate``.
+subsequence of the other (``google`` / ``google inc``), or when cosine >= ``high_gate``;
+value-like types (dates, numbers: :data:`VALUE_TYPES`) and names without letters are
+never merged by it.
 
 The decisions are a :class:`MergeTable` (pairs + decision + reason + score +
 source) saved as JSON next to the raw KG and applied when the graph is assembled
@@ -28,6 +30,9 @@ from ..normalize import normalize_name
 from .graph import DEFAULT_TYPE, RawKG
 
 MERGE, KEEP = "merge", "keep"
+#: value-like spaCy labels the offline rule never merges ("1472" vs "1476" are not
+#: fragments of one entity; measured on 2Wiki: most bad merges were dates/numbers).
+VALUE_TYPES = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "QUANTITY", "PERCENT"})
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,10 @@ def offline_rule(kg: RawKG, i: int, j: int, sim: float, high_gate: float = 0.95
                  ) -> tuple[str, str]:
     """Offline stand-in for the LLM merge judge (see the module docstring)."""
     ti, tj = kg.ent_type[i], kg.ent_type[j]
+    if ti in VALUE_TYPES or tj in VALUE_TYPES:
+        return KEEP, f"value type ({ti}, {tj}) never merged by the offline rule"
+    if not any(c.isalpha() for c in kg.ent_key[i] + kg.ent_key[j]):
+        return KEEP, "names without letters"
     if ti != tj and DEFAULT_TYPE not in (ti, tj):
         return KEEP, f"types differ ({ti} vs {tj})"
     a, b = kg.ent_key[i].split(), kg.ent_key[j].split()

@@ -437,8 +437,11 @@ def save_raw(path: str | os.PathLike, kg: RawKG, ent_vec: np.ndarray, rel_vec: n
     tmp = d / "raw.json.tmp"
     tmp.write_text(json.dumps(kg.to_json()), encoding="utf-8")
     os.replace(tmp, d / "raw.json")
-    np.save(d / "raw_ent_vec.npy", np.ascontiguousarray(ent_vec, np.float32))
-    np.save(d / "raw_rel_vec.npy", np.ascontiguousarray(rel_vec, np.float32))
+    for name, arr in (("raw_ent_vec", ent_vec), ("raw_rel_vec", rel_vec)):
+        # write beside, then rename: the old file may be memory-mapped by a loaded system
+        with open(d / f"{name}.npy.tmp", "wb") as f:
+            np.save(f, np.ascontiguousarray(arr, np.float32))
+        os.replace(d / f"{name}.npy.tmp", d / f"{name}.npy")
     (d / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return d
 
