@@ -35,8 +35,8 @@ GRID = [
     ("hybrid", "seeds", ["none", "ngram", "ner"]),
     ("hybrid", "seed_max_group", [INF, 300, 100, 30]),
     ("hybrid", "seed_value", [0.5, 0.75, 1.0]),
-    ("hybrid", "bm25_weight", [0.0, 0.05, 0.1, 0.2, 0.4]),
-    ("hybrid", "k_bm25", [10, 25, 50, 100]),
+    ("bm25", "weight,k", [(0.0, 0), (0.05, 50), (0.1, 50), (0.2, 50), (0.4, 50), (0.1, 20),
+                          (0.2, 100)]),
     ("stitch", "graph_max_group", [INF, 50, 20, 10, 5]),
     ("stitch", "graph_weight", ["uniform", "inverse_size"]),
     ("stitch", "damping", [0.0, 0.1, 0.2, 0.3, 0.5, 0.85]),
@@ -44,7 +44,7 @@ GRID = [
     ("stitch", "lam", [0.0, 0.1, 0.3, 0.6, 1.0]),
     ("stitch", "temporal_max_group", [INF, 200, 50]),
     ("stitch", "alpha", ["ratio", "log"]),
-    ("query", "k_nodes", [25, 50, 100]),
+    ("query", "k_nodes", [25, 50, 100, 200]),
     ("query", "k_chunks", [25, 50, 100]),
 ]
 
@@ -54,6 +54,8 @@ def set_field(o: QueryOptions, where: str, name: str, value) -> QueryOptions:
         return replace(o, stitch=o.stitch.replace(**{name: value}))
     if where == "hybrid":
         return replace(o, hybrid=replace(o.hybrid, **{name: value}))
+    if where == "bm25":  # weight and candidate count move together
+        return replace(o, hybrid=replace(o.hybrid, bm25_weight=value[0], k_bm25=value[1]))
     return replace(o, **{name: value})
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .records import Chunk, Extraction, Segment
 
-FORMAT_VERSION = 2  # 2: semi-merge states are per entity entry (DESIGN §4)
+FORMAT_VERSION = 3  # 2: states per entity entry (DESIGN §4); 3: usearch over distinct rows
 MANIFEST = "manifest.json"
 TEXTS = "texts.sqlite"
 VECTOR_KINDS = ("node_vec", "edge_vec", "chunk_vec")

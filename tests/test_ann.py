@@ -101,3 +101,22 @@ def test_usearch_recall_on_dev_data():
     ia, _ = approx.search(Q, k)
     recall = np.mean([len(set(a) & set(e)) / k for a, e in zip(ia, ie)])
     assert recall >= 0.98, recall
+
+
+def test_duplicated_rows_keep_recall_and_tie_order():
+    """Entity states share descriptions, so their vectors repeat: the HNSW graph is built
+    over distinct rows and hits expand to every equal row (ties by id)."""
+    rng = np.random.default_rng(3)
+    centers = rng.normal(size=(40, 24))
+    base = (centers[rng.integers(0, 40, 2000)] + 0.3 * rng.normal(size=(2000, 24))).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    v = base[rng.integers(0, 2000, 12000)]  # ~6 copies of each row
+    vi = VectorIndex(v, AnnParams(backend="usearch"))
+    q = v[rng.integers(0, 12000, 40)] + 0.05 * rng.normal(size=(40, 24)).astype(np.float32)
+    a_ids, a_s = vi.search(q, 50)
+    e_ids, e_s = vi.search(q, 50, exact=True)
+    recall = np.mean([len(set(a) & set(e)) / 50 for a, e in zip(a_ids, e_ids)])
+    assert recall >= 0.98
+    for ids, sims in zip(e_ids, e_s):  # exact: ordered by sim, equal sims by id
+        keys = list(zip(-sims.astype(np.float64), ids))
+        assert keys == sorted(keys)
