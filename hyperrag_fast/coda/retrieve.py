@@ -50,7 +50,7 @@ class CodaOptions:
     tau: float = 0.35
     ppr_d: float = 0.85
     ppr_tol: float = 1e-6
-    ppr_solver: str = "push"
+    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
     k_context: int = 10
     k_functional: int = 10
     elim_keep_frac: float = 0.5
