@@ -109,7 +109,13 @@ def main():
         emb_ms.append((time.perf_counter() - t) * 1e3)
         vecs.append(v[0])
     print(f"embed p50 {C.pct(emb_ms, 50):.2f} ms", flush=True)
-    out = {"index": a.index, "index_summary": {"states": g.n_nodes, "chunks": g.n_chunks,
+    import json
+    import os
+    man = json.loads((__import__("pathlib").Path(a.index) / "manifest.json").read_text())
+    out = {"index": a.index, "index_manifest": {"counts": man.get("counts"), "extractor": man.get("extractor"),
+                                                 "embedder": man.get("embedder"), "merge": man.get("merge"),
+                                                 "mtime": os.path.getmtime(os.path.join(a.index, "manifest.json"))},
+           "index_summary": {"states": g.n_nodes, "chunks": g.n_chunks,
                                                 "hyperedges": g.n_edges, "groups": g.n_groups,
                                                 "incidences": g.n_incidences,
                                                 "embedder": idx.embedder_name, "dim": idx.embedder_dim},

@@ -39,11 +39,14 @@ STAGES = ("activate", "spatial", "temporal", "query_chunk_set", "project_scores"
           "chunk_graph", "ppr", "topk_reset")
 
 
-def staged(eng, opts, q, cn, cc):
+def staged(eng, opts, q, cn, cc, bonus=None, seeds=None, seed_values=None):
     ix, sc, prm = eng.kernel_arrays(opts), eng._scratch(), opts.to_params()
     q = np.ascontiguousarray(q, dtype=eng.node_vec.dtype)
-    e_i, e_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    bonus = np.zeros(cc.shape[0])
+    cn = np.ascontiguousarray(cn, dtype=np.int64)
+    cc = np.ascontiguousarray(cc, dtype=np.int64)
+    e_i = np.empty(0, dtype=np.int64) if seeds is None else np.ascontiguousarray(seeds, dtype=np.int64)
+    e_f = np.empty(0, dtype=np.float64) if seed_values is None else np.ascontiguousarray(seed_values, dtype=np.float64)
+    bonus = np.zeros(cc.shape[0]) if bonus is None else np.ascontiguousarray(bonus, dtype=np.float64)
     div = prm[P.AGG_DIV]
     t = [time.perf_counter()]
     n_act = activate(ix, sc, q, cn, e_i, e_f, prm[P.DELTA]); t.append(time.perf_counter())
@@ -77,7 +80,11 @@ def main():
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--max-arcs", type=float, default=5e7)
     ap.add_argument("--variant-budget-s", type=float, default=150)
+    ap.add_argument("--index", default=None, help="profile the 2Wiki index's default-method queries instead")
+    ap.add_argument("--out", default="profile.json")
     a = ap.parse_args()
+    if a.index:
+        return profile_index(a)
     c, g, eng, qs, cn, cc = setup(a.states, a.queries)
     sc = eng._scratch()
     empty = np.empty(0, dtype=np.int32)
@@ -122,7 +129,41 @@ def main():
             print(f"   {s:16s} p50 {v['stage_ms_p50'][s]:9.3f} ms  p99 {v['stage_ms_p99'][s]:9.3f}  "
                   f"share {v['stage_share_of_mean'][s]:.2f}")
         print("   ", v["info_p50"], flush=True)
-    C.write_result("profile.json", out)
+    C.write_result(a.out, out)
+
+
+def profile_index(a):
+    """Stage times of the engine calls the default ``stitch`` method makes on the index
+    (recorded, then replayed stage by stage)."""
+    try:
+        from .bench_threads import record_2wiki
+    except ImportError:
+        from bench_threads import record_2wiki
+    calls, eng, _ = record_2wiki(a.index, "default", a.queries)
+    opts = VARIANTS["default"]
+    rows, infos, mismatch, whole = [], [], 0, []
+    for args, kw in calls:
+        q, cn, cc, o = args[:4]
+        st, top, info = staged(eng, o, q, cn, cc, kw.get("chunk_bonus"), kw.get("seed_nodes"), kw.get("seed_values"))
+        t = time.perf_counter()
+        r = eng.query(*args, **kw)
+        whole.append(time.perf_counter() - t)
+        mismatch += int(not np.array_equal(r.chunk_ids, top))
+        rows.append(st)
+        infos.append(info)
+    rows = np.array(rows) * 1e3
+    tot = rows.sum(axis=1)
+    v = {"n": len(rows), "topk_mismatch_vs_engine": mismatch, "options": describe(opts),
+         "engine_query_ms_p50": C.pct(np.array(whole) * 1e3, 50), "staged_total_ms_p50": C.pct(tot, 50),
+         "stage_ms_p50": {s: C.pct(rows[:, j], 50) for j, s in enumerate(STAGES)},
+         "stage_ms_p99": {s: C.pct(rows[:, j], 99) for j, s in enumerate(STAGES)},
+         "stage_share_of_mean": {s: float(rows[:, j].mean() / tot.mean()) for j, s in enumerate(STAGES)},
+         "info_p50": {k: C.pct([x[k] for x in infos], 50) for k in infos[0]},
+         "info_max": {k: int(max(x[k] for x in infos)) for k in infos[0]}}
+    for s_ in STAGES:
+        print(f"   {s_:16s} p50 {v['stage_ms_p50'][s_]:9.3f} ms  share {v['stage_share_of_mean'][s_]:.2f}")
+    print(v["info_p50"], v["engine_query_ms_p50"], flush=True)
+    C.write_result(a.out, {"source": a.index, "variants": {"default": v}})
 
 
 if __name__ == "__main__":
