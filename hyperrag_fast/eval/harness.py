@@ -8,7 +8,6 @@ earlier runs of other methods on the same corpus/extractor/embedder are kept).
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import os
 import platform
@@ -47,13 +46,10 @@ def default_embedder() -> Embedder:
 
 
 def register_methods() -> bool:
-    """Import ``hyperrag_fast.methods`` (if present) so its methods register; True if it was."""
-    try:
-        importlib.import_module("hyperrag_fast.methods")
-    except ModuleNotFoundError as e:
-        if e.name != "hyperrag_fast.methods":
-            raise
-        return False
+    """Load every registered method (the quality table's and CODA's); True when loaded."""
+    from ..retriever import methods_registry
+
+    methods_registry()
     return True
 
 
