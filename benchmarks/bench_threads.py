@@ -53,7 +53,7 @@ def main():
             r = eng.query(*args, **kw)
             return r.chunk_ids, r.scores
         if a.full_method:
-            extra["full_method"] = ratio_of(full, len(full[0]), a.repeats)
+            extra["full_method"] = ratio_of(full, len(full[1]), a.repeats)
     else:
         c, g, eng, qs, cn, cc = setup(a.states, a.queries)
         n = qs.shape[0]
