@@ -150,6 +150,14 @@ def main():
         out["profile_2wiki_stage_ms_p50"] = v["stage_ms_p50"]
         out["profile_2wiki_stage_share_of_mean"] = v["stage_share_of_mean"]
         out["sources"]["profile_2wiki"] = prof_w["command"]
+    for tag, fn in (("1e6", "whatif_temporal_cap.json"), ("1e7", "whatif_temporal_cap_1e7.json")):
+        w = load(fn)
+        if w:
+            out.setdefault("whatif_temporal_cap_graph_stage", {})[tag] = {
+                k: {"p50_ms": v["p50_ms"], "p99_ms": v["p99_ms"], "cq_p50": v["cq_p50"],
+                    "top8_overlap_with_default": v["top8_overlap_with_default_mean"]}
+                for k, v in w["variants"].items()}
+            out["sources"][f"whatif_temporal_cap_{tag}"] = w["command"]
     exp = load("ppr_push_experiment.json")
     if exp:
         out["ppr"]["push_local_variant_experiment"] = {
