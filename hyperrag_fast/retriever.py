@@ -29,9 +29,9 @@ class QueryOptions:
 
     stitch: StitchOptions = field(default_factory=lambda: presets.TUNED_STITCH)
     hybrid: HybridOptions = field(default_factory=lambda: presets.TUNED_HYBRID)
-    k_nodes: int = 50
+    k_nodes: int = presets.TUNED_K_NODES
     k_edges: int = 50
-    k_chunks: int = 50
+    k_chunks: int = presets.TUNED_K_CHUNKS
     method: str = "stitch"
 
     def __post_init__(self) -> None:
