@@ -14,11 +14,23 @@ from ._config import jit
 
 @jit
 def dot_row(q, mat, i):
-    """sim(q, mat[i]) in float64 (rows are L2-normalised, so this is the cosine)."""
-    s = 0.0
-    for j in range(q.shape[0]):
-        s += np.float64(q[j]) * np.float64(mat[i, j])
-    return s
+    """sim(q, mat[i]) in float64 (rows are L2-normalised, so this is the cosine).
+
+    Four independent accumulators in a fixed order: deterministic, and the CPU can
+    overlap them (fastmath stays off, so a single-accumulator loop would serialise)."""
+    n = q.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        s0 += np.float64(q[j]) * np.float64(mat[i, j])
+        s1 += np.float64(q[j + 1]) * np.float64(mat[i, j + 1])
+        s2 += np.float64(q[j + 2]) * np.float64(mat[i, j + 2])
+        s3 += np.float64(q[j + 3]) * np.float64(mat[i, j + 3])
+        j += 4
+    while j < n:
+        s0 += np.float64(q[j]) * np.float64(mat[i, j])
+        j += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @jit
