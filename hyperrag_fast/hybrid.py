@@ -19,7 +19,8 @@ SEED_MODES = ("none", "ngram", "ner")
 class HybridOptions:
     """seeds: "none"; "ngram" = every word n-gram (n <= 6) of the question whose
     normalised form is a name-group key; "ner" = spaCy entities of the question,
-    normalised (needs the offline extra). Matched groups spanning more than
+    normalised (needs the offline extra), skipping entities whose spaCy label is in
+    ``seed_skip_labels`` (e.g. CARDINAL, ORDINAL). Matched groups spanning more than
     ``seed_max_group`` chunks are not seeded; their states get A(v) >= ``seed_value``.
     bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
     chunks, which also join C0."""
@@ -29,6 +30,7 @@ class HybridOptions:
     seed_max_group: float = math.inf
     bm25_weight: float = 0.0
     k_bm25: int = 0
+    seed_skip_labels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.seeds not in SEED_MODES:
@@ -68,7 +70,8 @@ class GroupLookup:
 
 
 def question_groups(text: str, lookup: GroupLookup, mode: str,
-                    ner: Callable[[str], list[str]] | None = None) -> list[int]:
+                    ner: Callable[[str], list[tuple[str, str]]] | None = None,
+                    skip_labels: tuple[str, ...] = ()) -> list[int]:
     """Group ids named in the question (see :class:`HybridOptions`)."""
     if mode == "none":
         return []
@@ -76,11 +79,12 @@ def question_groups(text: str, lookup: GroupLookup, mode: str,
         return lookup.groups_of_keys(lookup.ngram_keys(text))
     if ner is None:
         raise ValueError("seeds='ner' needs an NER function (the offline extractor's spaCy model)")
-    return lookup.groups_of_keys([normalize_name(e) for e in ner(text)])
+    return lookup.groups_of_keys([normalize_name(t) for t, label in ner(text)
+                                  if label not in skip_labels])
 
 
-def spacy_entity_texts(nlp) -> Callable[[str], list[str]]:
-    """A question NER function from a loaded spaCy pipeline."""
-    def ents(text: str) -> list[str]:
-        return [e.text for e in nlp(text).ents]
+def spacy_entity_texts(nlp) -> Callable[[str], list[tuple[str, str]]]:
+    """A question NER function from a loaded spaCy pipeline: (text, label) pairs."""
+    def ents(text: str) -> list[tuple[str, str]]:
+        return [(e.text, e.label_) for e in nlp(text).ents]
     return ents

@@ -124,7 +124,8 @@ def run_stitch(state: RetrieverState, q: np.ndarray, text: str, stitch: StitchOp
     seeds = np.empty(0, np.int64)
     if hybrid.seeds != "none":
         lk = res.lookup(merge)
-        groups = question_groups(text, lk, hybrid.seeds, res.ner() if hybrid.seeds == "ner" else None)
+        groups = question_groups(text, lk, hybrid.seeds, res.ner() if hybrid.seeds == "ner" else None,
+                                 hybrid.seed_skip_labels)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
     cand_ms = _ms(t0)
     t0 = time.perf_counter()

@@ -72,3 +72,17 @@ def test_hybrid_options_validation():
         HybridOptions(seeds="magic")
     with pytest.raises(ValueError):
         HybridOptions(bm25_weight=-1)
+
+
+def test_question_seeds_by_ner_skip_labels():
+    ex = [Extraction((Segment("t", (("3 Dots", "a"), ("3", "b"))),))]
+    lk = GroupLookup(build_hypergraph(ex))
+    fake_ner = lambda text: [("3 Dots", "WORK_OF_ART"), ("3", "CARDINAL")]  # noqa: E731
+    got = question_groups("q", lk, "ner", fake_ner)
+    assert sorted(lk.graph.group_key[x] for x in got) == ["3", "3 dots"]
+    got = question_groups("q", lk, "ner", fake_ner, skip_labels=("CARDINAL",))
+    assert [lk.graph.group_key[x] for x in got] == ["3 dots"]
+    import pytest
+
+    with pytest.raises(ValueError, match="NER"):
+        question_groups("q", lk, "ner", None)
