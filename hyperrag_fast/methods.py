@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from .ann import AnnParams, VectorIndex
 from .bm25 import BM25
 from .chunking import chunk_passage
 from .engine import StitchEngine
@@ -43,6 +44,7 @@ class Resources:
         self._bm25: BM25 | None = None
         self._lookups: dict[str, GroupLookup] = {}
         self._engines: dict[str, StitchEngine] = {"semi": state.engine}
+        self._node_search: dict[str, VectorIndex] = {}
         self._ner = None
 
     def bm25(self) -> BM25:
@@ -70,6 +72,18 @@ class Resources:
                     eng = StitchEngine(g, node_vec, idx.edge_vec, idx.chunk_vec)
                 self._engines[merge] = eng
             return eng
+
+    def node_search(self, merge: str) -> VectorIndex:
+        """Candidate search over the entity states of the engine for ``merge``: the index's
+        own ANN, or an exact search over a variant graph's node vectors."""
+        if merge == self.state.index.merge:
+            return self.state.index.ann["node_vec"]
+        eng = self.engine(merge)
+        with self._lock:
+            vi = self._node_search.get(merge)
+            if vi is None:
+                vi = self._node_search[merge] = VectorIndex(eng.node_vec, AnnParams(backend="exact"))
+            return vi
 
     def lookup(self, merge: str) -> GroupLookup:
         eng = self.engine(merge)
@@ -109,11 +123,7 @@ def run_stitch(state: RetrieverState, q: np.ndarray, text: str, stitch: StitchOp
     eng = res.engine(merge)
     t0 = time.perf_counter()
     ann = state.index.ann
-    if merge == state.index.merge:
-        v0, _ = ann["node_vec"].search(q, o.k_nodes)
-    else:  # variant graphs have their own nodes: exact search over their vectors
-        sims = eng.node_vec @ q
-        v0 = np.argsort(-sims, kind="stable")[: o.k_nodes]
+    v0, _ = res.node_search(merge).search(q, o.k_nodes)
     c0, _ = ann["chunk_vec"].search(q, o.k_chunks)
     bonus = np.zeros(c0.shape[0])
     if hybrid.k_bm25 > 0 and hybrid.bm25_weight > 0:

@@ -76,51 +76,53 @@ def induced_relations(ptr, nbr, rel, selected):
 
 
 @jit
+def _gather_chunks(ptr, chunks, items, scores, out_c, out_s, k):
+    """Append (chunk, item score) for every source chunk of every item; returns the new fill."""
+    for i in range(items.shape[0]):
+        x = items[i]
+        for j in range(ptr[x], ptr[x + 1]):
+            out_c[k] = chunks[j]
+            out_s[k] = scores[i]
+            k += 1
+    return k
+
+
+@jit
 def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels, rel_score,
                  n_chunks):
     """Source chunks of the kept entities and relations (CodaRAG §3.4), ranked by how
     many kept items occur in them (desc), ties by the best item score (desc), then by
-    chunk id. Returns (chunk ids, occurrence counts, best scores) in that order."""
-    count = np.zeros(n_chunks, dtype=np.int64)
-    best = np.full(n_chunks, -np.inf)
+    chunk id. Returns (chunk ids, occurrence counts, best scores) in that order.
+    Work and memory are proportional to the kept items' chunk lists, not to ``n_chunks``."""
+    n = 0
     for i in range(ents.shape[0]):
-        e = ents[i]
-        for k in range(ent_ptr[e], ent_ptr[e + 1]):
-            c = ent_chunks[k]
-            count[c] += 1
-            if ent_score[i] > best[c]:
-                best[c] = ent_score[i]
+        n += ent_ptr[ents[i] + 1] - ent_ptr[ents[i]]
     for i in range(rels.shape[0]):
-        r = rels[i]
-        for k in range(rel_ptr[r], rel_ptr[r + 1]):
-            c = rel_chunks[k]
-            count[c] += 1
-            if rel_score[i] > best[c]:
-                best[c] = rel_score[i]
-    nz = 0
-    for c in range(n_chunks):
-        if count[c] > 0:
+        n += rel_ptr[rels[i] + 1] - rel_ptr[rels[i]]
+    pc = np.empty(n, dtype=np.int64)
+    ps = np.empty(n)
+    k = _gather_chunks(ent_ptr, ent_chunks, ents, ent_score, pc, ps, 0)
+    _gather_chunks(rel_ptr, rel_chunks, rels, rel_score, pc, ps, k)
+    o = np.argsort(pc, kind="mergesort")
+    ids_all = np.empty(n, dtype=np.int64)
+    count_all = np.zeros(n, dtype=np.int64)
+    best_all = np.full(n, -np.inf)
+    nz = -1
+    last = -1
+    for t in range(n):
+        c = pc[o[t]]
+        if c != last:
             nz += 1
-    ids = np.empty(nz, dtype=np.int64)
-    j = 0
-    for c in range(n_chunks):
-        if count[c] > 0:
-            ids[j] = c
-            j += 1
-    key_b = np.empty(nz)
-    key_c = np.empty(nz)
-    for i in range(nz):
-        key_b[i] = -best[ids[i]]
-        key_c[i] = -count[ids[i]]
+            ids_all[nz] = c
+            last = c
+        count_all[nz] += 1
+        if ps[o[t]] > best_all[nz]:
+            best_all[nz] = ps[o[t]]
+    nz += 1
+    ids = ids_all[:nz]
+    count = count_all[:nz]
+    best = best_all[:nz]
     # stable sorts: by id (already), then best desc, then count desc
-    o = np.argsort(key_b, kind="mergesort")
-    ids = ids[o]
-    key_c = key_c[o]
-    o = np.argsort(key_c, kind="mergesort")
-    ids = ids[o]
-    cnt = np.empty(nz, dtype=np.int64)
-    bs = np.empty(nz)
-    for i in range(nz):
-        cnt[i] = count[ids[i]]
-        bs[i] = best[ids[i]]
-    return ids, cnt, bs
+    o = np.argsort(-best, kind="mergesort")
+    o = o[np.argsort(-count[o], kind="mergesort")]
+    return ids[o].copy(), count[o].copy(), best[o].copy()

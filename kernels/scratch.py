@@ -8,7 +8,7 @@ from ._config import jit
 # slots: 0 A, 1 a_space, 2 a_time, 3 g_v cache, 4 node flag, 5 touched nodes,
 # 6 S(e) cache, 7 touched edges, 8 sim(q,c) cache, 9 chunks with sim, 10 chunk_local,
 # 11 group count, 12 group start, 13 touched groups, 14 counters, 15 C_q buffer,
-# 16 group last-seen marker. counters: 0 nodes, 1 edges, 2 sims, 3 groups, 4 |C_q|.
+# 16 group last-seen marker. counters: 0 nodes, 1 edges, 2 sims, 3 (free), 4 |C_q|.
 
 
 @jit
