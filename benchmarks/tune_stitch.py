@@ -4,7 +4,9 @@ questions) only, by coordinate search from the paper's constants.
     python benchmarks/tune_stitch.py --index-dir indexes/2wiki --cache-dir cache
 
 Objective: mean of Recall@2, Recall@5 and Recall@8 on dev (R@2 is in it because a first
-run on (R@5 + R@8) / 2 traded 4.5 points of R@2 for 0.06 points of objective). Every evaluated setting is written to
+run on (R@5 + R@8) / 2 traded 4.5 points of R@2 for 0.06 points of objective). Coupled
+options move as one coordinate (BM25 weight and k; seed matcher and n-gram length: searched
+apart, "ner+ngram" was judged with 1-word n-grams only and never won). Every evaluated setting is written to
 ``benchmarks/results/tuning_stitch_dev.{json,md}``; copy the winner into
 ``hyperrag_fast/presets.py`` by hand (the file records it, nothing is hard-coded here).
 """
@@ -33,8 +35,10 @@ INF = math.inf
 #: (where, field, values) searched one coordinate at a time, in this order.
 GRID = [
     ("stitch", "group_weight", ["log1p", "idf"]),
-    ("hybrid", "seeds", ["none", "ngram", "ner"]),
-    ("hybrid", "seed_max_group", [INF, 300, 100, 30]),
+    ("seeds", "seeds,ngram_min_words", [("none", 1), ("ngram", 1), ("ngram", 2), ("ngram", 3),
+                                        ("ner", 1), ("ner+ngram", 1), ("ner+ngram", 2),
+                                        ("ner+ngram", 3)]),
+    ("hybrid", "seed_max_group", [INF, 300, 100, 30, 10, 5, 2]),
     ("hybrid", "seed_value", [0.5, 0.75, 1.0]),
     ("bm25", "weight,k", [(0.0, 0), (0.05, 50), (0.1, 50), (0.2, 50), (0.4, 50), (0.1, 20),
                           (0.2, 100)]),
@@ -44,6 +48,7 @@ GRID = [
     ("stitch", "delta", [0.3, 0.4, 0.5, 0.6]),
     ("stitch", "lam", [0.0, 0.1, 0.3, 0.6, 1.0]),
     ("stitch", "temporal_max_group", [INF, 200, 50]),
+    ("stitch", "temporal_from_space", [0.0, 0.5, 1.0, 2.0]),
     ("stitch", "alpha", ["ratio", "log"]),
     ("query", "k_nodes", [25, 50, 100, 200]),
     ("query", "k_chunks", [25, 50, 100]),
@@ -57,6 +62,8 @@ def set_field(o: QueryOptions, where: str, name: str, value) -> QueryOptions:
         return replace(o, hybrid=replace(o.hybrid, **{name: value}))
     if where == "bm25":  # weight and candidate count move together
         return replace(o, hybrid=replace(o.hybrid, bm25_weight=value[0], k_bm25=value[1]))
+    if where == "seeds":  # the matcher and its n-gram length move together
+        return replace(o, hybrid=replace(o.hybrid, seeds=value[0], ngram_min_words=value[1]))
     return replace(o, **{name: value})
 
 

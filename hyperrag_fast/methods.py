@@ -134,8 +134,8 @@ def run_stitch(state: RetrieverState, q: np.ndarray, text: str, stitch: StitchOp
     seeds = np.empty(0, np.int64)
     if hybrid.seeds != "none":
         lk = res.lookup(merge)
-        groups = question_groups(text, lk, hybrid.seeds, res.ner() if hybrid.seeds == "ner" else None,
-                                 hybrid.seed_skip_labels)
+        groups = question_groups(text, lk, hybrid.seeds, res.ner() if "ner" in hybrid.seeds else None,
+                                 hybrid.seed_skip_labels, hybrid.ngram_min_words)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
     cand_ms = _ms(t0)
     t0 = time.perf_counter()
@@ -184,7 +184,9 @@ VARIANTS: dict[str, tuple[Variant, str]] = {
     "binary_ppr": (Variant(lambda s: StitchOptions.paper(top_k=s.top_k, spatial=False, temporal=False,
                                                          prior="binary"),
                            lambda h: HybridOptions(seeds=h.seeds if h.seeds != "none" else "ngram",
-                                                   seed_max_group=h.seed_max_group)),
+                                                   seed_max_group=h.seed_max_group,
+                                                   ngram_min_words=h.ngram_min_words,
+                                                   seed_skip_labels=h.seed_skip_labels)),
                    "LinearRAG/HippoRAG-style binary-seed PPR: states matched by the query (name "
                    "match, or dense sim > delta) seeded with 1, others 0; same chunk graph, "
                    "PPR d = 0.85 (STITCH-RAG §2, Table 2)."),

@@ -29,7 +29,9 @@ class StitchOptions:
     paper's mean); prior: "continuous" (paper) or "binary" 1[Score > 0];
     group_weight: projection weight, "log1p" = ln(1 + N_v) (paper), "idf" =
     ln(N_C / chunks of the group), "none" = 1; temporal_max_group: groups with more
-    states skip temporal bridging; graph_max_group: groups spanning more chunks make no
+    states skip temporal bridging; temporal_from_space: beta > 0 makes spatially bridged
+    nodes temporal sources with strength beta * a_space (ours, two hops; 0 = paper);
+    graph_max_group: groups spanning more chunks make no
     chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
     (paper), "push" (forward push, L1 error <= tol) or "none" (rank by prior).
     """
@@ -47,6 +49,7 @@ class StitchOptions:
     prior: str = "continuous"
     group_weight: str = "log1p"
     temporal_max_group: float = math.inf
+    temporal_from_space: float = 0.0
     graph_max_group: float = math.inf
     graph_weight: str = "uniform"
     ppr: str = "power"
@@ -66,6 +69,8 @@ class StitchOptions:
             raise ValueError(f"top_k must be >= 1, got {self.top_k}")
         if not self.tol > 0 or self.max_iter < 1:
             raise ValueError("tol must be > 0 and max_iter >= 1")
+        if not self.temporal_from_space >= 0:
+            raise ValueError("temporal_from_space must be >= 0")
         if not self.agg_divisor > 0:
             raise ValueError("agg_divisor must be > 0")
         if self.alpha == "fixed" and not self.alpha_value >= 0:
@@ -88,6 +93,7 @@ class StitchOptions:
         p[P.AGG_DIV] = self.agg_divisor
         p[P.PRIOR] = _PRIORS[self.prior]
         p[P.TEMPORAL_MAX_GROUP] = self.temporal_max_group
+        p[P.TEMPORAL_FROM_SPACE] = self.temporal_from_space
         p[P.GRAPH_MAX_GROUP] = self.graph_max_group
         p[P.GRAPH_WEIGHT] = _GRAPH_WEIGHTS[self.graph_weight]
         p[P.PPR] = _PPRS[self.ppr]

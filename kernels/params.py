@@ -22,7 +22,8 @@ PPR = 11  # 0: none (rank by prior), 1: power iteration (paper), 2: forward push
 TOL = 12  # power: max-abs-change stop; push: bound on the L1 residual
 MAX_ITER = 13  # power-iteration cap
 TOPK = 14  # number of chunks returned
-N_PARAMS = 15
+TEMPORAL_FROM_SPACE = 15  # beta: spatially bridged nodes are temporal sources with beta*a_space (0: paper)
+N_PARAMS = 16
 
 DECAY_TANH, DECAY_EXP, DECAY_SIGMOID = 0, 1, 2
 PPR_NONE, PPR_POWER, PPR_PUSH = 0, 1, 2

@@ -142,31 +142,42 @@ def node_gain(v, ix, sc, q):
 
 
 @jit
-def temporal(ix, sc, q, n_active, decay_kind, max_group):
-    """a_time(v) = max over activated u with phi(u) = phi(v), v != u, of
-    A(u) * S(e_v) * f(alpha_u |t_u - t_v|) * sim(q, c_v), floored at 0 (Alg. 1 l.15-20).
+def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
+    """a_time(v) = max over sources u with phi(u) = phi(v), v != u, of
+    s(u) * S(e_v) * f(alpha_u |t_u - t_v|) * sim(q, c_v), floored at 0 (Alg. 1 l.15-20).
+    Paper: the sources are the activated nodes and s(u) = A(u) (``from_space`` = 0).
+    With ``from_space`` = beta > 0 the spatially bridged nodes are sources too, with
+    s(u) = max(A(u), beta * a_space(u)) (our two-hop option: a name mentioned beside an
+    activated one reaches its other states). ``n_src``: nodes ``sc[5][:n_src]`` to consider.
     Groups with more than ``max_group`` members are skipped (inf: none).
 
     Exact and bounded: each eligible group is scanned once; for a member v the sources
-    of its group are tried in decreasing A(u) and the scan stops once A(u) cannot beat
+    of its group are tried in decreasing s(u) and the scan stops once s(u) cannot beat
     the best so far (f <= 1). g_v = S(e_v) sim(q, c_v) factors out of the max.
     """
     node_chunk, node_group, group_ptr, group_nodes, group_alpha = ix[0], ix[1], ix[8], ix[9], ix[17]
-    A, tm, touched = sc[0], sc[2], sc[5]
-    src = np.empty(n_active, dtype=np.int64)
+    A, sp, tm, touched = sc[0], sc[1], sc[2], sc[5]
+    src = np.empty(n_src, dtype=np.int64)
+    strength = np.empty(n_src, dtype=np.float64)
     m = 0
-    for i in range(n_active):
+    for i in range(n_src):
         u = touched[i]
         gid = node_group[u]
         size = group_ptr[gid + 1] - group_ptr[gid]
         if size >= 2 and size <= max_group:
-            src[m] = u
-            m += 1
+            s_u = max(A[u], from_space * sp[u])
+            if s_u > 0.0:
+                src[m] = u
+                strength[m] = s_u
+                m += 1
     if m == 0:
         return
-    src = src[:m]
-    src = src[np.argsort(-A[src], kind="mergesort")]
-    src = src[np.argsort(node_group[src], kind="mergesort")]
+    order = np.argsort(-strength[:m], kind="mergesort")
+    src = src[:m][order]
+    strength = strength[:m][order]
+    order = np.argsort(node_group[src], kind="mergesort")
+    src = src[order]
+    strength = strength[order]
     i = 0
     while i < m:
         gid = node_group[src[i]]
@@ -179,12 +190,12 @@ def temporal(ix, sc, q, n_active, decay_kind, max_group):
             tv = np.float64(node_chunk[v])
             best = 0.0
             for t in range(i, j):
-                u = src[t]
-                if A[u] <= best:
+                if strength[t] <= best:
                     break
+                u = src[t]
                 if u == v:
                     continue
-                val = A[u] * decay(decay_kind, alpha * abs(np.float64(node_chunk[u]) - tv))
+                val = strength[t] * decay(decay_kind, alpha * abs(np.float64(node_chunk[u]) - tv))
                 if val > best:
                     best = val
             if best > 0.0:
@@ -204,7 +215,9 @@ def run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm):
     if prm[P.SPATIAL] != 0:
         spatial(ix, sc, q, n_active)
     if prm[P.TEMPORAL] != 0:
-        temporal(ix, sc, q, n_active, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP])
+        beta = prm[P.TEMPORAL_FROM_SPACE]
+        n_src = sc[14][0] if beta > 0.0 else n_active
+        temporal(ix, sc, q, n_src, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP], beta)
     return n_active
 
 

@@ -72,6 +72,7 @@ def stitch_options(draw):
         prior=draw(st.sampled_from(["continuous", "continuous", "binary"])),
         group_weight=draw(st.sampled_from(["log1p", "idf", "none"])),
         temporal_max_group=draw(st.sampled_from([float("inf"), 2.0, 3.0])),
+        temporal_from_space=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0])),
         graph_max_group=draw(st.sampled_from([float("inf"), 1.0, 2.0, 4.0])),
         graph_weight=draw(st.sampled_from(["uniform", "inverse_size"])),
         ppr=draw(st.sampled_from(["power", "push", "none"])),

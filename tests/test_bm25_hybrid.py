@@ -86,3 +86,22 @@ def test_question_seeds_by_ner_skip_labels():
 
     with pytest.raises(ValueError, match="NER"):
         question_groups("q", lk, "ner", None)
+
+
+def test_question_seeds_min_words_and_combined_mode():
+    ex = [Extraction((Segment("t", (("West of Shanghai", "a"), ("Shanghai", "b"))),)),
+          Extraction((Segment("t", (("Boris Karloff", "c"),)),))]
+    lk = GroupLookup(build_hypergraph(ex))
+    keys = lambda groups: sorted(lk.graph.group_key[x] for x in groups)  # noqa: E731
+    q = "Who directed West Of Shanghai?"
+    assert keys(question_groups(q, lk, "ngram")) == ["shanghai", "west of shanghai"]
+    assert keys(question_groups(q, lk, "ngram", ngram_min_words=2)) == ["west of shanghai"]
+    fake_ner = lambda text: [("Boris Karloff", "PERSON")]  # noqa: E731
+    got = question_groups(q, lk, "ner+ngram", fake_ner, ngram_min_words=2)
+    assert keys(got) == ["boris karloff", "west of shanghai"]
+    import pytest
+
+    with pytest.raises(ValueError, match="NER"):
+        question_groups(q, lk, "ner+ngram", None)
+    with pytest.raises(ValueError, match="ngram_min_words"):
+        HybridOptions(ngram_min_words=0)

@@ -230,6 +230,14 @@ def test_hotpot_by_type(data_dir, tmp_path, fake_method):
     row = out["methods"]["fixed"]
     assert set(row["by_type"]) == {"bridge", "comparison"}
     assert row["recall@2"] == pytest.approx((1.0 + 0.5) / 2)  # rows 0, 1 = Alpha, Beta
+    # the issue-5 results contract: quality-<dataset>.json for the test split
+    contract = json.loads((tmp_path / "out" / "quality-hotpotqa_train.json").read_text())
+    assert contract["split"] == "test" and contract["dataset"] == "hotpotqa_train"
+    for key in ("extractor", "embedder", "n_questions"):
+        assert key in contract
+    for k in ("recall@2", "recall@5", "recall@8", "latency_ms_p50", "latency_ms_p99"):
+        assert 0 <= contract["methods"]["fixed"][k]
+    assert not (tmp_path / "out" / "quality-2wikimultihopqa.json").exists()
 
 
 def test_unknown_method_and_cli_error(data_dir, tmp_path, capsys):

@@ -232,3 +232,31 @@ def test_ties_broken_by_chunk_id_deterministically():
         assert all(np.array_equal(runs[0].scores, r.scores) for r in runs)
         if ppr == "none":  # exact ties in the prior: lowest chunk ids first
             np.testing.assert_array_equal(runs[0].chunk_ids, np.arange(8))
+
+
+# ------------------------------------------------- two-hop temporal sources (ours)
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0.55, 1.0), st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.floats(0.1, 3.0))
+def test_temporal_from_space_reaches_the_second_hop(a_sim, s_edge, s_chunk, beta):
+    """Film chunk: the activated title u and a director name w in one topic; the
+    director's own chunk holds w' (same name). The paper's temporal channel starts only
+    at activated states, so w' stays at 0; with temporal_from_space = beta the bridged w
+    is a source of strength beta * a_space(w) and w' gets exactly
+    beta * A(u) S(e_uw) * S(e_w') f(alpha dt) sim(q, c_w')."""
+    chunks = [Extraction((Segment("film", (("Film", "u"), ("Director", "w"))),)),
+              Extraction((Segment("bio", (("Director", "w2"),)),))]
+    g = build_hypergraph(chunks, merge="semi")
+    nv = np.array([{"u": _vec(a_sim, 1), "w": _vec(0.0, 2), "w2": _vec(0.0, 3)}[d.split()[0]]
+                   for d in g.node_desc])
+    ev = np.array([{"film": _vec(0.3, 4), "bio": _vec(s_edge, 5)}[t] for t in g.edge_text])
+    cv = np.array([_vec(0.1, 6), _vec(s_chunk, 6)])
+    w2 = next(v for v in range(g.n_nodes) if g.node_desc[v] == "w2")
+    times = {}
+    for b in (0.0, beta):
+        opts = StitchOptions(ppr="none", temporal_from_space=b)
+        res = StitchEngine(g, nv, ev, cv).query(Q, np.arange(g.n_nodes), [], opts, detail=True)
+        times[b] = dict(zip(res.node_ids.tolist(), res.node_time.tolist())).get(w2, 0.0)
+    assert times[0.0] == 0.0
+    n_bar = 3 / 2  # groups: Film (1 state), Director (2 states)
+    expected = beta * a_sim * 0.3 * s_edge * math.exp(-math.tanh(2 / n_bar * 1)) * s_chunk
+    assert abs(times[beta] - expected) < 1e-12

@@ -49,13 +49,16 @@ def stibp_twin(g, node_vec, edge_vec, chunk_vec, q, cand_nodes, opts, seeds=(), 
     n_bar = sizes.mean() if sizes.size else 1.0
     space = np.zeros(g.n_nodes)
     time = np.zeros(g.n_nodes)
-    for u in np.flatnonzero(A > 0):
-        if opts.spatial:
+    if opts.spatial:
+        for u in np.flatnonzero(A > 0):
             for e in np.flatnonzero(H[u]):
                 for v in np.flatnonzero(H[:, e]):
                     if v != u:
                         space[v] = max(space[v], A[u] * S[e])
-        if opts.temporal:
+    beta = getattr(opts, "temporal_from_space", 0.0)
+    strength = np.maximum(A, beta * space)  # sources: activated (+ bridged when beta > 0)
+    if opts.temporal:
+        for u in np.flatnonzero(strength > 0):
             members = np.flatnonzero(g.node_group == g.node_group[u])
             n_u = len(members)
             if n_u > opts.temporal_max_group:
@@ -67,7 +70,7 @@ def stibp_twin(g, node_vec, edge_vec, chunk_vec, q, cand_nodes, opts, seeds=(), 
                     continue
                 dt = abs(int(g.node_chunk[u]) - int(g.node_chunk[v]))
                 S_ev = max(S[e] for e in np.flatnonzero(H[v]))
-                val = A[u] * S_ev * decay(opts.decay, alpha * dt) * csim[g.node_chunk[v]]
+                val = strength[u] * S_ev * decay(opts.decay, alpha * dt) * csim[g.node_chunk[v]]
                 time[v] = max(time[v], val)
     return A, space, time
 

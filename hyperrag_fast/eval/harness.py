@@ -262,9 +262,16 @@ def _dump_rows(ds: Dataset, r: dict[str, Any], max_k: int) -> list[dict[str, Any
     return out
 
 
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def write_results(out: dict[str, Any], out_dir: Path,
                   dumps: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """Write JSON + Markdown, keeping rows of other methods from an earlier run when it
+    """Write JSON + Markdown (for the test split also ``quality-<dataset>.json``, the
+    issue-5 results contract), keeping rows of other methods from an earlier run when it
     used the same corpus, extractor and embedder. Returns the merged results."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"quality_{out['dataset']}_{out['split']}"
@@ -276,7 +283,10 @@ def write_results(out: dict[str, Any], out_dir: Path,
         if same:
             out = {**out, "methods": {**{k: v for k, v in old["methods"].items()
                                          if k not in out["methods"]}, **out["methods"]}}
-    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
+    _write_atomic(path, text)
+    if out["split"] == "test":  # the issue-5 results contract: quality-<dataset>.json
+        _write_atomic(out_dir / f"quality-{out['dataset']}.json", text)
     write_markdown(out, stem.with_suffix(".md"))
     for name, rows in (dumps or {}).items():
         with open(f"{stem}_{name}_topk.jsonl", "w", encoding="utf-8") as f:
