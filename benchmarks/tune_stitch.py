@@ -5,8 +5,9 @@ questions) only, by coordinate search from the paper's constants.
 
 Objective: mean of Recall@2, Recall@5 and Recall@8 on dev (R@2 is in it because a first
 run on (R@5 + R@8) / 2 traded 4.5 points of R@2 for 0.06 points of objective). Coupled
-options move as one coordinate (BM25 weight and k; seed matcher and n-gram length: searched
-apart, "ner+ngram" was judged with 1-word n-grams only and never won). Every evaluated setting is written to
+options move as one coordinate (BM25 weight and k; seed matcher and n-gram length; damping
+and chunk-graph shape). Searched apart, "ner+ngram" was judged with 1-word n-grams only and
+never won, and d = 0 made the graph options a plateau that hid d = 0.2 on a sparse graph. Every evaluated setting is written to
 ``benchmarks/results/tuning_stitch_dev.{json,md}``; copy the winner into
 ``hyperrag_fast/presets.py`` by hand (the file records it, nothing is hard-coded here).
 """
@@ -42,9 +43,10 @@ GRID = [
     ("hybrid", "seed_value", [0.5, 0.75, 1.0]),
     ("bm25", "weight,k", [(0.0, 0), (0.05, 50), (0.1, 50), (0.2, 50), (0.4, 50), (0.1, 20),
                           (0.2, 100)]),
-    ("stitch", "graph_max_group", [INF, 50, 20, 10, 5]),
-    ("stitch", "graph_weight", ["uniform", "inverse_size"]),
-    ("stitch", "damping", [0.0, 0.1, 0.2, 0.3, 0.5, 0.85]),
+    ("ppr", "damping,graph_max_group,graph_weight",
+     [(d, m, w) for d in (0.0, 0.1, 0.2, 0.3, 0.5, 0.85)
+      for m, w in ((INF, "uniform"), (5, "uniform"), (20, "inverse_size"), (10, "inverse_size"),
+                   (5, "inverse_size"))]),
     ("stitch", "delta", [0.3, 0.4, 0.5, 0.6]),
     ("stitch", "lam", [0.0, 0.1, 0.3, 0.6, 1.0]),
     ("stitch", "temporal_max_group", [INF, 200, 50]),
@@ -62,6 +64,9 @@ def set_field(o: QueryOptions, where: str, name: str, value) -> QueryOptions:
         return replace(o, hybrid=replace(o.hybrid, **{name: value}))
     if where == "bm25":  # weight and candidate count move together
         return replace(o, hybrid=replace(o.hybrid, bm25_weight=value[0], k_bm25=value[1]))
+    if where == "ppr":  # the chunk graph only matters when d > 0, so they move together
+        return replace(o, stitch=o.stitch.replace(damping=value[0], graph_max_group=value[1],
+                                                  graph_weight=value[2]))
     if where == "seeds":  # the matcher and its n-gram length move together
         return replace(o, hybrid=replace(o.hybrid, seeds=value[0], ngram_min_words=value[1]))
     return replace(o, **{name: value})

@@ -44,7 +44,7 @@ class Resources:
         self._bm25: BM25 | None = None
         self._lookups: dict[str, GroupLookup] = {}
         self._engines: dict[str, StitchEngine] = {"semi": state.engine}
-        self._node_search: dict[str, VectorIndex] = {}
+        self._node_search: dict[str, tuple[StitchEngine, VectorIndex]] = {}
         self._ner = None
 
     def bm25(self) -> BM25:
@@ -73,6 +73,19 @@ class Resources:
                 self._engines[merge] = eng
             return eng
 
+    def add_engine(self, key: str, eng: StitchEngine, node_search: VectorIndex | None = None) -> None:
+        """Register (or replace) an engine built elsewhere, e.g. over consolidated name
+        groups, under ``key`` so that :func:`run_stitch` can use it with every query-side
+        signal; without ``node_search`` its candidates come from an exact search over its
+        node vectors. Helpers derived from a replaced engine are rebuilt on next use."""
+        with self._lock:
+            if self._engines.get(key) is not eng:
+                self._engines[key] = eng
+                self._node_search.pop(key, None)
+                self._lookups.pop(key, None)
+            if node_search is not None and key not in self._node_search:
+                self._node_search[key] = (eng, node_search)
+
     def node_search(self, merge: str) -> VectorIndex:
         """Candidate search over the entity states of the engine for ``merge``: the index's
         own ANN, or an exact search over a variant graph's node vectors."""
@@ -80,16 +93,16 @@ class Resources:
             return self.state.index.ann["node_vec"]
         eng = self.engine(merge)
         with self._lock:
-            vi = self._node_search.get(merge)
-            if vi is None:
-                vi = self._node_search[merge] = VectorIndex(eng.node_vec, AnnParams(backend="exact"))
-            return vi
+            got = self._node_search.get(merge)
+            if got is None or got[0] is not eng:
+                got = self._node_search[merge] = (eng, VectorIndex(eng.node_vec, AnnParams(backend="exact")))
+            return got[1]
 
     def lookup(self, merge: str) -> GroupLookup:
         eng = self.engine(merge)
         with self._lock:
             lk = self._lookups.get(merge)
-            if lk is None:
+            if lk is None or lk.graph is not eng.graph:
                 lk = self._lookups[merge] = GroupLookup(eng.graph)
             return lk
 

@@ -291,6 +291,20 @@ def test_methods_registered_and_run(index, tmp_path):
     assert load_coda(d).graph.n_entities == sys_.graph.n_entities + 1
 
 
+def test_stitch_consolidated_without_merges_equals_stitch(index):
+    """Only the name groups differ between stitch and stitch_consolidated: with a merge
+    table that merges nothing, both rank the same chunks with the same scores."""
+    sys_ = build_coda(index, gate=2.0, high_gate=2.0)
+    assert all(len(g) == 1 for g in sys_.table.groups())
+    attach_coda(index, sys_, CodaOptions(fill_dense=False))
+    r = Retriever(index, EMB)
+    for question in ("Where was the founder of Google born?", "Who founded Apple in Cupertino?"):
+        a = r.retrieve(question, QueryOptions(method="stitch").with_top_k(4))
+        b = r.retrieve(question, QueryOptions(method="stitch_consolidated").with_top_k(4))
+        assert [c.doc_id for c in a.chunks] == [c.doc_id for c in b.chunks]
+        np.testing.assert_allclose([c.score for c in a.chunks], [c.score for c in b.chunks], rtol=0, atol=1e-12)
+
+
 def test_isolated_trailing_entities_and_empty_graph():
     ck = [ChunkKG((("A", "entity", "a"), ("B", "entity", "b")), (("A", "B", "ab", "", 2.0),)),
           ChunkKG((("Lonely", "entity", "alone"),))]

@@ -207,27 +207,22 @@ def stitch_consolidated_engine(index, table: MergeTable,
 
 def stitch_consolidated_method(state: RetrieverState, q: np.ndarray, text: str,
                                o: QueryOptions, detail: bool) -> MethodOutput:
-    """STITCH (Alg. 1) with phi = merged entity id (DESIGN §4)."""
+    """``stitch`` (Alg. 1 with the same options and query-side signals) with phi = merged
+    entity id (DESIGN §4): only the name groups differ."""
+    from ..methods import resources, run_stitch
+
     b = _bound(state.index)
+    res = resources(state)
     with _LOCK:
         if b.stitch is None:
             b.stitch = stitch_consolidated_engine(state.index, b.system.table)
         eng, reused = b.stitch
-    t0 = time.perf_counter()
-    ann = state.index.ann
-    if reused:
-        v0, _ = ann["node_vec"].search(q, o.k_nodes)
-    else:  # node rows differ from the index's: exact search over the new rows
-        sims = eng.node_vec @ np.asarray(q, eng.node_vec.dtype).reshape(-1)
-        v0 = np.lexsort((np.arange(sims.size), -sims))[:o.k_nodes]
-    c0, _ = ann["chunk_vec"].search(q, o.k_chunks)
-    cand = (time.perf_counter() - t0) * 1e3
-    t0 = time.perf_counter()
-    r = eng.query(q, v0, c0, o.stitch, detail=detail)
-    return MethodOutput(r.chunk_ids, r.scores, {"n_nodes": eng.graph.n_nodes} if detail else None,
-                        cand, (time.perf_counter() - t0) * 1e3)
+    # unchanged node rows: the index's own ANN serves the candidates
+    res.add_engine(CONSOLIDATED, eng, state.index.ann["node_vec"] if reused else None)
+    return run_stitch(state, q, text, o.stitch, o.hybrid, o, detail, merge=CONSOLIDATED)
 
 
+CONSOLIDATED = "consolidated"  # engine key in the method resources
 METHOD_NAMES = ("coda", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
                 "coda_no_elimination", "stitch_consolidated")
 for _name, _switch in (("coda", None), ("coda_no_semantic", "semantic"),
