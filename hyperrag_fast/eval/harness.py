@@ -23,6 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..embed.base import Embedder
+from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
 from ..retriever import METHODS, QueryOptions, Retriever
@@ -98,7 +99,9 @@ def load_or_build_index(ds: Dataset, extractor: Extractor, embedder: Embedder,
     if index_dir is not None:
         reason = _reuse_reason(Path(index_dir), ds, extractor, embedder)
         if reason is None:
-            ix = HyperIndex.load(index_dir, embedder=embedder, extractor=extractor)
+            # cached: variant engines (merge_full / merge_none) embed new descriptions
+            cached = CachedEmbedder(embedder, Path(cache_dir) / "embeddings.sqlite")
+            ix = HyperIndex.load(index_dir, embedder=cached, extractor=extractor)
             got = corpus_checksum(ix.chunks)
             reason = None if got == info["corpus_sha256"] else "corpus checksum differs"
             if reason is None:
