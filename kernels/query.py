@@ -6,7 +6,7 @@ import numpy as np
 from . import params as P
 from ._config import jit
 from .chunk_graph import chunk_graph
-from .ppr import ppr_power, ppr_push_topk, topk_desc
+from .ppr import ppr_power_topk, ppr_push_topk, topk_desc
 from .projection import chunk_prior, project_scores, query_chunk_set
 from .scratch import reset_scratch
 from .stibp import aggregate, run_stibp
@@ -63,7 +63,8 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
         ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
         stats[1] = nbr.shape[0]
         if kind == P.PPR_POWER:
-            pi, its = ppr_power(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.MAX_ITER]))
+            pi, its, _b, _cert = ppr_power_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
+                                                int(prm[P.MAX_ITER]), int(prm[P.TOPK]))
             stats[2] = its
         else:
             pi, _res, pushes = ppr_push_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],

@@ -13,7 +13,8 @@ from hyperrag_fast.kernels.scratch import scratch_is_clean
 from hyperrag_fast.options import StitchOptions
 
 from strategies import instances, stitch_options
-from twins import chunk_graph_twin, ppr_exact, ppr_power_twin, prior_twin, ranked, stibp_twin, transition
+from twins import (chunk_graph_twin, power_topk_bound, ppr_exact, ppr_power_twin, prior_twin, ranked,
+                   stibp_twin, transition)
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = 1e-9
@@ -177,8 +178,20 @@ def test_full_query_matches_twin(inst, opts):
         top = np.sort(pi)[::-1][: opts.top_k + 1]
         if len(top) < 2 or np.all(np.diff(top) < -(opts.tol + 1e-9)):
             np.testing.assert_array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k))
+    elif opts.ppr == "power":
+        # the power iteration stops on the paper's rule or once its top-k order is
+        # certified: pi is the twin's iterate after as many sweeps, within the stated bound
+        P, p0 = transition(chunk_graph_twin(g, cq, opts)), p
+        its = int(res.stats[2])
+        x, _ = ppr_power_twin(P, p0, opts.damping, 0.0, its)
+        prev, _ = ppr_power_twin(P, p0, opts.damping, 0.0, max(its - 1, 0))
+        np.testing.assert_allclose(res.cq_pi, x, atol=1e-12)
+        b = power_topk_bound(x, prev, p0, opts.damping)
+        assert np.all(np.abs(res.cq_pi - pi) <= b + 1e-12)
+        if np.max(np.abs(x - prev), initial=0.0) >= opts.tol:  # stopped on the certificate
+            np.testing.assert_array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k))
     else:
-        np.testing.assert_allclose(res.cq_pi, pi, atol=1e-5 if opts.ppr == "power" else 1e-12)
+        np.testing.assert_allclose(res.cq_pi, pi, atol=1e-12)
     if len(cq):
         assert np.all(res.cq_pi >= 0)
         if opts.ppr != "push":

@@ -139,7 +139,7 @@ def ppr_exact(P, p, d):
 
 
 def ppr_power_twin(P, p, d, tol, max_iter):
-    x = p.copy()
+    x, it = p.copy(), 0
     for it in range(1, max_iter + 1):
         new = (1 - d) * p + d * (P @ x)
         diff = np.max(np.abs(new - x)) if len(x) else 0.0
@@ -147,6 +147,13 @@ def ppr_power_twin(P, p, d, tol, max_iter):
         if diff < tol:
             break
     return x, it
+
+
+def power_topk_bound(x, prev, p, d):
+    """The per-entry error bound of ``ppr_power_topk`` after the sweep prev -> x:
+    (d / (1 - d) ||x - prev||_1 + |sum x - sum p|) / 2 + 1e-12."""
+    c = d / (1 - d)
+    return 0.5 * (c * np.abs(x - prev).sum() + abs(x.sum() - p.sum())) + 1e-12
 
 
 def ranked(pi, cq, k):

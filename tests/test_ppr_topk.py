@@ -1,0 +1,93 @@
+"""Twins of the certified-top-k power iteration and the top-k selection (kernels/ppr.py).
+
+``ppr_power_topk`` must equal the plain power iteration (SciPy/NumPy twin) sweep for
+sweep, and whenever it stops on its certificate its top-k must be the exact solve's
+top-k in order (STITCH-RAG §3.3 step 10; DESIGN §3)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hyperrag_fast.kernels.ppr import ppr_power_topk, topk_desc
+
+from twins import power_topk_bound, ppr_exact, ppr_power_twin, transition
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _csr(W):
+    m = W.shape[0]
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    nbr, w = [], []
+    for i in range(m):
+        js = np.flatnonzero(W[i])
+        nbr.extend(js)
+        w.extend(W[i, js])
+        ptr[i + 1] = len(nbr)
+    return ptr, np.array(nbr, dtype=np.int32), np.array(w, dtype=np.float64), W.sum(axis=1)
+
+
+@st.composite
+def cases(draw):
+    """Random weighted graphs (directed or symmetric, some dangling nodes), priors that are
+    sparse (the sparse-sweep path) or dense, with or without near-ties."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.integers(1, 60))
+    density = draw(st.sampled_from([0.0, 0.03, 0.1, 0.4]))
+    W = (rng.random((m, m)) < density) * rng.random((m, m))
+    np.fill_diagonal(W, 0.0)
+    if draw(st.booleans()):
+        W = W + W.T
+    nnz = draw(st.sampled_from([1, 2, 5, m]))
+    p = np.zeros(m)
+    p[rng.choice(m, size=min(nnz, m), replace=False)] = rng.random(min(nnz, m)) + 1e-3
+    if draw(st.booleans()):  # coarse values: exact ties and near-ties in pi
+        p = np.round(p * 4) / 4 + 1e-3 * (p > 0)
+    p /= p.sum()
+    d = draw(st.sampled_from([0.0, 0.2, 0.5, 0.85, 0.95]))
+    return W, p, d
+
+
+@SETTINGS
+@given(cases(), st.integers(0, 10), st.sampled_from([1e-6, 1e-9]))
+def test_power_topk_is_the_power_iteration_with_a_certified_stop(case, k, tol):
+    W, p, d = case
+    ptr, nbr, w, wsum = _csr(W)
+    P = transition(W)
+    x, its, bound, certified = ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, 10_000, k)
+    # sweep for sweep the plain power iteration (sparse and dense sweeps alike)
+    y, _ = ppr_power_twin(P, p, d, 0.0, its)
+    np.testing.assert_allclose(x, y, atol=1e-13, rtol=0)
+    prev, _ = ppr_power_twin(P, p, d, 0.0, its - 1)
+    assert abs(bound - power_topk_bound(y, prev, p, d)) <= 1e-12
+    exact = ppr_exact(P, p, d)
+    assert np.all(np.abs(exact - x) <= bound + 1e-13), "error over the stated bound"
+    if certified:
+        assert k > 0
+        order_x = sorted(range(len(p)), key=lambda i: (-x[i], i))[:k]
+        order_pi = sorted(range(len(p)), key=lambda i: (-exact[i], i))[:k]
+        assert order_x == order_pi
+        assert list(topk_desc(x, k)) == order_x
+    else:  # stopped by the paper's rule
+        assert np.max(np.abs(x - prev)) < tol or its == 10_000
+
+
+@SETTINGS
+@given(cases())
+def test_power_topk_without_k_is_ppr_power(case):
+    from hyperrag_fast.kernels.ppr import ppr_power
+    W, p, d = case
+    ptr, nbr, w, wsum = _csr(W)
+    x, its, _b, cert = ppr_power_topk(ptr, nbr, w, wsum, p, d, 1e-8, 10_000, 0)
+    x2, its2 = ppr_power(ptr, nbr, w, wsum, p, d, 1e-8, 10_000)
+    assert not cert and its == its2
+    np.testing.assert_allclose(x, x2, atol=1e-13, rtol=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, -1.0]) | st.floats(-1, 1), max_size=40),
+       st.integers(1, 12))
+def test_topk_desc_is_a_stable_sort(vals, k):
+    s = np.array(vals, dtype=np.float64)
+    np.testing.assert_array_equal(topk_desc(s, k), np.argsort(-s, kind="mergesort")[:k])
