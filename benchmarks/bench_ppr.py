@@ -14,10 +14,13 @@ every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, norm
 Dampings ``--dampings`` (default 0.85 = paper, 0.2 = the tuned default). Solvers, each
 timed as the median of ``--repeats`` runs after one warm-up:
 
-* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=8): the query path's solver
-  (certified top-8 early stop, else L1 residual <= tol; tol from the preset);
+* ours_power_topk — kernels.ppr.ppr_power_topk(..., tol, max_iter, k=top_k): what the query
+  path runs for ppr="power" (sparse sweeps while the iterate's support is small, certified
+  top-k early stop, else max-abs-change < tol);
+* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the query path's solver for
+  ppr="push" (certified top-k early stop, else L1 residual <= tol);
 * ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
-* ours_power     — kernels.ppr.ppr_power, max-abs-change < 1e-6 (the paper's rule);
+* ours_power     — kernels.ppr.ppr_power, max-abs-change < 1e-6 (the paper's rule, no early stop);
 * igraph_prpack  — Graph.personalized_pagerank(implementation="prpack", reset=p,
   weights=w), OMP_NUM_THREADS=1; graph construction (Graph(n, edges, directed=True) +
   weights) timed separately (``build_ms``) and as ``solve_plus_build_ms``;
@@ -28,6 +31,11 @@ Exact: scipy.sparse.linalg.spsolve on (I - dP) pi = (1 - d) p up to ``--spsolve-
 nodes (SuperLU fill-in: 161 s at 10k nodes); above that a SciPy power iteration to
 max-abs-change < 1e-15 (checked against spsolve where both run: ``exact_check_maxabs``).
 top8 = |top-8 of solver ∩ top-8 of exact| / 8; ``top8_same_order`` also checks the order.
+
+Headline (``summary[d]["default_vs_prpack_speedup_median"]``, speed.json
+``ppr.push_vs_prpack_speedup``): PRPACK solve time over the solver the library's default
+options run (``presets.TUNED_STITCH.ppr`` read at run time: "power" -> ours_power_topk,
+"push" -> ours_push_topk; k = ``top_k``, tol / max_iter of the preset), median over sizes.
 """
 from __future__ import annotations
 
@@ -47,7 +55,7 @@ import scipy.sparse.linalg as spla
 
 from hyperrag_fast import presets
 from hyperrag_fast.kernels import params as PRM
-from hyperrag_fast.kernels.ppr import ppr_power, ppr_push, ppr_push_topk
+from hyperrag_fast.kernels.ppr import ppr_power, ppr_power_topk, ppr_push, ppr_push_topk
 
 try:
     from . import _common as C
@@ -132,8 +140,11 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
               f"order {e['top8_same_order']}  L1 {e['l1_err']:.2e}", flush=True)
 
     tol = a.push_tol
-    rec("ours_push_topk", lambda: ppr_push_topk(ptr, nbr, w, wsum, p, D, tol, TOPK),
-        extra=lambda r: {"tol": tol, "k": TOPK, "residual_l1": float(r[1]), "pushes": int(r[2]),
+    rec("ours_power_topk", lambda: ppr_power_topk(ptr, nbr, w, wsum, p, D, tol, a.max_iter, a.k),
+        extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "bound": float(r[2]),
+                         "stopped_by_certificate": bool(r[3])})
+    rec("ours_push_topk", lambda: ppr_push_topk(ptr, nbr, w, wsum, p, D, tol, a.k),
+        extra=lambda r: {"tol": tol, "k": a.k, "residual_l1": float(r[1]), "pushes": int(r[2]),
                          "stopped_by_certificate": bool(float(r[1]) > tol)})
     rec("ours_push", lambda: ppr_push(ptr, nbr, w, wsum, p, D, tol),
         extra=lambda r: {"tol": tol, "residual_l1": float(r[1]), "pushes": int(r[2])})
@@ -155,15 +166,17 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         rec("networkx", nxrun, reps=min(rep, 3), extra=lambda r: {"build_ms": nx_build_ms})
     out["solvers"] = res
     pr = res["igraph_prpack"]
-    pt = res["ours_push_topk"]["solve_ms"]
-    out["push_vs_prpack_speedup"] = pr["solve_ms"] / pt
-    out["push_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
-    out["push_full_vs_prpack_speedup"] = pr["solve_ms"] / res["ours_push"]["solve_ms"]
-    out["power_vs_prpack_speedup"] = pr["solve_ms"] / res["ours_power"]["solve_ms"]
-    out["push_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
-    print(f"  d={D:g} push_topk vs prpack: {out['push_vs_prpack_speedup']:.1f}x (solve), "
-          f"{out['push_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
-          f"power vs prpack {out['power_vs_prpack_speedup']:.1f}x", flush=True)
+    pt = res[a.default_solver]["solve_ms"]
+    out["default_solver"] = a.default_solver
+    out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
+    out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
+    out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
+    for name in ("ours_power_topk", "ours_push_topk", "ours_push", "ours_power"):
+        out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
+    print(f"  d={D:g} {a.default_solver} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
+          f"{out['default_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
+          f"push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
+          f"power {out['ours_power_vs_prpack_speedup']:.1f}x", flush=True)
     return out
 
 
@@ -230,15 +243,21 @@ def main():
     a.max_group = st.graph_max_group if a.max_group is None else a.max_group
     a.weight = st.graph_weight if a.weight is None else a.weight
     a.push_tol = st.tol if a.push_tol is None else a.push_tol
+    a.max_iter = st.max_iter
+    a.k = st.top_k
+    a.default_solver = {"power": "ours_power_topk", "push": "ours_push_topk"}.get(st.ppr, "ours_power_topk")
     from hyperrag_fast.options import StitchOptions
     a.weight_kind = int(StitchOptions(graph_weight=a.weight).to_params()[PRM.GRAPH_WEIGHT])
     a.options_source = {"graph_max_group": a.max_group, "graph_weight": a.weight, "tol": a.push_tol,
+                        "ppr": st.ppr, "top_k": st.top_k, "max_iter": st.max_iter,
+                        "default_solver": a.default_solver,
                         "from": "hyperrag_fast.presets.TUNED_STITCH at run time unless overridden on the command line",
                         "tuned_stitch_repr": repr(st)}
     print(a.options_source, flush=True)
     # compile outside the timings
     ptr = np.array([0, 1, 2]); nbr = np.array([1, 0], dtype=np.int32)
     ppr_push_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, TOPK)
+    ppr_power_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100, TOPK)
     ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6)
     ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100)
     sizes = {}
@@ -251,21 +270,25 @@ def write(a, sizes):
     summ = {}
     for D in a.dampings:
         k = f"{D:g}"
-        sp_ = {n: s["by_damping"][k]["push_vs_prpack_speedup"] for n, s in sizes.items()}
-        spb = {n: s["by_damping"][k]["push_vs_prpack_build_plus_solve_speedup"] for n, s in sizes.items()}
-        ag = {n: s["by_damping"][k]["solvers"]["ours_push_topk"]["top8"] for n, s in sizes.items()}
-        od = {n: s["by_damping"][k]["solvers"]["ours_push_topk"]["top8_same_order"] for n, s in sizes.items()}
-        pw = {n: s["by_damping"][k]["power_vs_prpack_speedup"] for n, s in sizes.items()}
-        summ[k] = {"push_vs_prpack_speedup_by_size": sp_,
-                   "push_vs_prpack_build_plus_solve_speedup_by_size": spb,
-                   "power_vs_prpack_speedup_by_size": pw,
-                   "push_vs_prpack_speedup_median": float(np.median(list(sp_.values()))),
-                   "push_vs_prpack_speedup_min": float(np.min(list(sp_.values()))),
-                   "push_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
+        by = lambda key: {n: s["by_damping"][k][key] for n, s in sizes.items()}  # noqa: E731
+        sp_ = by("default_vs_prpack_speedup")
+        spb = by("default_vs_prpack_build_plus_solve_speedup")
+        ag = {n: s["by_damping"][k]["solvers"][a.default_solver]["top8"] for n, s in sizes.items()}
+        od = {n: s["by_damping"][k]["solvers"][a.default_solver]["top8_same_order"] for n, s in sizes.items()}
+        summ[k] = {"default_solver": a.default_solver,
+                   "default_vs_prpack_speedup_by_size": sp_,
+                   "default_vs_prpack_build_plus_solve_speedup_by_size": spb,
+                   "default_vs_prpack_speedup_median": float(np.median(list(sp_.values()))),
+                   "default_vs_prpack_speedup_min": float(np.min(list(sp_.values()))),
+                   "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
                    "top8_agreement_min": float(np.min(list(ag.values())))}
+        for name in ("ours_power_topk", "ours_push_topk", "ours_push", "ours_power"):
+            x = by(f"{name}_vs_prpack_speedup")
+            summ[k][f"{name}_vs_prpack_speedup_by_size"] = x
+            summ[k][f"{name}_vs_prpack_speedup_median"] = float(np.median(list(x.values())))
     C.write_result(a.out, {
-        "params": vars(a), "solver_of_query_path": f"ppr_push_topk(k={TOPK})",
+        "params": vars(a), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from presets.TUNED_STITCH.ppr",
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ,
     })
 

@@ -33,7 +33,9 @@ class StitchOptions:
     nodes temporal sources with strength beta * a_space (ours, two hops; 0 = paper);
     graph_max_group: groups spanning more chunks make no
     chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
-    (paper), "push" (forward push, L1 error <= tol) or "none" (rank by prior).
+    (paper: power iteration to max-abs-change < tol, stopped earlier once its top-k order
+    is certified equal to the exact solve's, ``kernels.ppr.ppr_power_topk``), "push"
+    (forward push, L1 error <= tol) or "none" (rank by prior).
     """
 
     delta: float = 0.5

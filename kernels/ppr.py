@@ -94,7 +94,7 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
                     continue
                 f = d * xi / wsum[i]
                 for kk in range(ptr[i], ptr[i + 1]):
-                    j = nbr[kk]
+                    j = np.uint32(nbr[kk])  # unsigned: no negative-index wraparound test
                     new[j] += f * w[kk]
                     if not ins[j]:
                         ins[j] = True
@@ -124,7 +124,7 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
                 elif xi != 0.0:
                     f = d * xi / wsum[i]
                     for kk in range(ptr[i], ptr[i + 1]):
-                        new[nbr[kk]] += f * w[kk]
+                        new[np.uint32(nbr[kk])] += f * w[kk]
             diff = 0.0
             l1 = 0.0
             xsum = 0.0
