@@ -21,7 +21,7 @@ import numpy as np
 
 from hyperrag_fast.kernels import params as P
 from hyperrag_fast.kernels.chunk_graph import chunk_graph
-from hyperrag_fast.kernels.ppr import ppr_power, ppr_push_topk, topk_desc
+from hyperrag_fast.kernels.ppr import ppr_power_topk, ppr_push_topk, topk_desc
 from hyperrag_fast.kernels.projection import chunk_prior, project_scores, query_chunk_set
 from hyperrag_fast.kernels.scratch import reset_scratch
 from hyperrag_fast.kernels.stibp import activate, spatial, temporal
@@ -62,7 +62,8 @@ def staged(eng, opts, q, cn, cc, bonus=None, seeds=None, seed_values=None):
     ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
     t.append(time.perf_counter())
     if int(prm[P.PPR]) == P.PPR_POWER:
-        pi, work = ppr_power(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.MAX_ITER]))
+        pi, work, _b, _c = ppr_power_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
+                                          int(prm[P.MAX_ITER]), int(prm[P.TOPK]))
     else:
         pi, _r, work = ppr_push_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.TOPK]))
     t.append(time.perf_counter())
@@ -113,6 +114,11 @@ def main():
             mismatch += int(not np.array_equal(r.chunk_ids, top))
             rows.append(st)
             infos.append(info)
+        if not rows:
+            out["variants"][name] = {"n": 0, "skipped_over_max_arcs": skipped, "options": describe(opts),
+                                     "note": "no query measured within the time budget"}
+            print(name, "no query measured within the time budget", flush=True)
+            continue
         rows = np.array(rows) * 1e3
         tot = rows.sum(axis=1)
         v = {"n": len(rows), "skipped_over_max_arcs": skipped, "options": describe(opts), "topk_mismatch_vs_engine": mismatch,

@@ -5,7 +5,8 @@ import numpy as np
 
 from . import params as P
 from ._config import jit
-from .stibp import aggregate, chunk_sim
+from .prefetch import prefetch_row
+from .stibp import AHEAD, dot_row
 
 
 @jit
@@ -15,7 +16,7 @@ def query_chunk_set(ix, sc, cand_chunks, div):
     Sets ``chunk_local[c]`` to each member's position; returns the member ids.
     """
     nc_ptr, nc_chunks = ix[2], ix[3]
-    touched, local, buf, cnt = sc[5], sc[10], sc[15], sc[14]
+    A, sp, tm, touched, local, buf, cnt = sc[0], sc[1], sc[2], sc[5], sc[10], sc[15], sc[14]
     m = 0
     for i in range(cand_chunks.shape[0]):
         c = cand_chunks[i]
@@ -25,7 +26,7 @@ def query_chunk_set(ix, sc, cand_chunks, div):
             m += 1
     for i in range(cnt[0]):
         v = touched[i]
-        if aggregate(sc, v, div) > 0.0:
+        if (A[v] + sp[v] + tm[v]) / div > 0.0:  # a(v), stibp.agg
             for j in range(nc_ptr[v], nc_ptr[v + 1]):
                 c = nc_chunks[j]
                 if local[c] == -1:
@@ -44,11 +45,11 @@ def project_scores(ix, sc, div):
     """Score(c) = sum over nodes v in c of a(v) * w(phi(v)); the paper's w is ln(1 + N_v),
     any per-group weight can be passed in ``group_weight``."""
     node_group, nc_ptr, nc_chunks, group_weight = ix[1], ix[2], ix[3], ix[16]
-    touched, local, cnt = sc[5], sc[10], sc[14]
+    A, sp, tm, touched, local, cnt = sc[0], sc[1], sc[2], sc[5], sc[10], sc[14]
     score = np.zeros(cnt[4], dtype=np.float64)
     for i in range(cnt[0]):
         v = touched[i]
-        a = aggregate(sc, v, div)
+        a = (A[v] + sp[v] + tm[v]) / div  # a(v), stibp.agg
         if a > 0.0:
             w = group_weight[node_group[v]]
             for j in range(nc_ptr[v], nc_ptr[v + 1]):
@@ -64,8 +65,20 @@ def chunk_prior(ix, sc, q, cq, score, cand_chunks, chunk_bonus, prm):
     chunk_vec, local = ix[15], sc[10]
     m = cq.shape[0]
     sims = np.empty(m, dtype=np.float64)
-    for i in range(m):
-        sims[i] = chunk_sim(cq[i], q, chunk_vec, sc)
+    cache, ctouched, cnt = sc[8], sc[9], sc[14]
+    for i in range(-AHEAD, m):
+        if i + AHEAD < m and cache[cq[i + AHEAD]] != cache[cq[i + AHEAD]]:
+            prefetch_row(chunk_vec, cq[i + AHEAD])  # rows read at random: fetch ahead
+        if i < 0:
+            continue
+        c = cq[i]
+        s = cache[c]  # sim(q, c) cached per query, as stibp.cached_dot
+        if s != s:
+            s = dot_row(q, chunk_vec, c)
+            cache[c] = s
+            ctouched[cnt[2]] = c
+            cnt[2] += 1
+        sims[i] = s
     prior = np.zeros(m, dtype=np.float64)
     if prm[P.PRIOR] == 0:
         lam = prm[P.LAMBDA]

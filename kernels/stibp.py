@@ -3,6 +3,11 @@
 State lives in a per-thread scratch (see :mod:`.scratch`): dense arrays sized to the
 corpus, allocated once, of which a query dirties only what it touches and resets
 afterwards. Work per query is proportional to the activated hyperedges and groups.
+
+Per-element helpers take plain arrays, never the index / scratch tuples: the kernels
+take each tuple item once, outside their loops (an item taken inside a loop or in an
+out-of-line helper costs an atomic NRT incref/decref per array, per element).
+Embedding rows are read at random, so they are prefetched ``AHEAD`` elements early.
 """
 from __future__ import annotations
 
@@ -10,6 +15,10 @@ import numpy as np
 
 from . import params as P
 from ._config import jit
+from .prefetch import prefetch_at, prefetch_row
+
+#: how many elements ahead the random embedding reads are prefetched
+AHEAD = 8
 
 
 @jit
@@ -47,23 +56,28 @@ def cached_dot(i, q, mat, cache, touched, cnt, slot):
 
 @jit
 def edge_sim(e, q, edge_vec, sc):
-    """S(e) = sim(q, e), cached per query."""
+    """S(e) = sim(q, e), cached per query (not for inner loops: takes the scratch tuple)."""
     return cached_dot(e, q, edge_vec, sc[6], sc[7], sc[14], 1)
 
 
 @jit
 def chunk_sim(c, q, chunk_vec, sc):
-    """sim(q, c), cached per query."""
+    """sim(q, c), cached per query (not for inner loops: takes the scratch tuple)."""
     return cached_dot(c, q, chunk_vec, sc[8], sc[9], sc[14], 2)
 
 
 @jit
-def touch_node(v, sc):
-    flag, touched, cnt = sc[4], sc[5], sc[14]
+def touch(v, flag, touched, cnt):
+    """List node v once per query (``flag`` marks it) so that the reset finds it."""
     if flag[v] == 0:
         flag[v] = 1
         touched[cnt[0]] = v
         cnt[0] += 1
+
+
+@jit
+def touch_node(v, sc):
+    touch(v, sc[4], sc[5], sc[14])
 
 
 @jit
@@ -82,21 +96,35 @@ def activate(ix, sc, q, cand_nodes, seed_nodes, seed_values, delta):
     raise A(v) to at least their value. Returns the number of activated nodes, which
     are ``sc[5][:n]``."""
     node_vec = ix[13]
-    A = sc[0]
-    for i in range(cand_nodes.shape[0]):
+    A, flag, touched, cnt = sc[0], sc[4], sc[5], sc[14]
+    n = cand_nodes.shape[0]
+    for i in range(-AHEAD, n):
+        if i + AHEAD < n:
+            prefetch_row(node_vec, cand_nodes[i + AHEAD])
+        if i < 0:
+            continue
         v = cand_nodes[i]
         s = dot_row(q, node_vec, v)
         if s > delta:
-            touch_node(v, sc)
+            touch(v, flag, touched, cnt)
             if s > A[v]:
                 A[v] = s
     for i in range(seed_nodes.shape[0]):
         v = seed_nodes[i]
         if seed_values[i] > 0.0:
-            touch_node(v, sc)
+            touch(v, flag, touched, cnt)
             if seed_values[i] > A[v]:
                 A[v] = seed_values[i]
-    return sc[14][0]
+    return cnt[0]
+
+
+@jit
+def prefetch_edges(v, node_ptr, node_edges, edge_vec, ecache):
+    """Prefetch the vectors of v's hyperedges whose S(e) is not cached yet."""
+    for j in range(node_ptr[v], node_ptr[v + 1]):
+        e = node_edges[j]
+        if ecache[e] != ecache[e]:
+            prefetch_row(edge_vec, e)
 
 
 @jit
@@ -104,41 +132,63 @@ def spatial(ix, sc, q, n_active):
     """a_space(v) = max over activated u, hyperedges e containing u and v != u of
     A(u) * S(e), floored at 0 (Alg. 1 l.9-14)."""
     edge_ptr, edge_nodes, node_ptr, node_edges, edge_vec = ix[4], ix[5], ix[6], ix[7], ix[14]
-    A, sp, touched = sc[0], sc[1], sc[5]
-    for i in range(n_active):
+    A, sp, flag, touched, cnt = sc[0], sc[1], sc[4], sc[5], sc[14]
+    ecache, etouched = sc[6], sc[7]
+    h = AHEAD // 2
+    for i in range(-h, n_active):
+        if i + h < n_active:
+            prefetch_edges(touched[i + h], node_ptr, node_edges, edge_vec, ecache)
+        if i < 0:
+            continue
         u = touched[i]
         for j in range(node_ptr[u], node_ptr[u + 1]):
             e = node_edges[j]
-            val = A[u] * edge_sim(e, q, edge_vec, sc)
+            s = ecache[e]  # S(e), cached_dot written out (no call in this loop)
+            if s != s:
+                s = dot_row(q, edge_vec, e)
+                ecache[e] = s
+                etouched[cnt[1]] = e
+                cnt[1] += 1
+            val = A[u] * s
             if val <= 0.0:
                 continue
             for k in range(edge_ptr[e], edge_ptr[e + 1]):
                 v = edge_nodes[k]
                 if v != u:
-                    touch_node(v, sc)
+                    if flag[v] == 0:  # touch(v)
+                        flag[v] = 1
+                        touched[cnt[0]] = v
+                        cnt[0] += 1
                     if val > sp[v]:
                         sp[v] = val
 
 
 @jit
-def node_gain(v, ix, sc, q):
-    """g_v = S(e_v) * sim(q, c_v), S(e_v) the max S over v's hyperedges; cached per query."""
-    g = sc[3]
+def gain(v, q, node_chunk, node_ptr, node_edges, edge_vec, chunk_vec, g, ecache, etouched,
+         ccache, ctouched, cnt, flag, touched):
+    """g_v = S(e_v) * sim(q, c_v), S(e_v) the max S over v's hyperedges; cached per query
+    in ``g`` (v is listed so that the reset clears it)."""
     x = g[v]
     if x != x:
-        node_chunk, node_ptr, node_edges, edge_vec, chunk_vec = ix[0], ix[6], ix[7], ix[14], ix[15]
         best = -np.inf
         for j in range(node_ptr[v], node_ptr[v + 1]):
-            s = edge_sim(node_edges[j], q, edge_vec, sc)
+            s = cached_dot(node_edges[j], q, edge_vec, ecache, etouched, cnt, 1)
             if s > best:
                 best = s
         if best == -np.inf:
             x = 0.0
         else:
-            x = best * chunk_sim(node_chunk[v], q, chunk_vec, sc)
+            x = best * cached_dot(node_chunk[v], q, chunk_vec, ccache, ctouched, cnt, 2)
         g[v] = x
-        touch_node(v, sc)  # so that the reset clears the cached gain
+        touch(v, flag, touched, cnt)
     return x
+
+
+@jit
+def node_gain(v, ix, sc, q):
+    """:func:`gain` from the index and scratch tuples (not for inner loops)."""
+    return gain(v, q, ix[0], ix[6], ix[7], ix[14], ix[15], sc[3], sc[6], sc[7], sc[8], sc[9],
+                sc[14], sc[4], sc[5])
 
 
 @jit
@@ -153,10 +203,14 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
 
     Exact and bounded: each eligible group is scanned once; for a member v the sources
     of its group are tried in decreasing s(u) and the scan stops once s(u) cannot beat
-    the best so far (f <= 1). g_v = S(e_v) sim(q, c_v) factors out of the max.
+    the best so far (f <= 1). g_v = S(e_v) sim(q, c_v) factors out of the max and is
+    computed in a second pass over the members, in the same order, with what it reads
+    prefetched (members are scattered over the corpus).
     """
     node_chunk, node_group, group_ptr, group_nodes, group_alpha = ix[0], ix[1], ix[8], ix[9], ix[17]
-    A, sp, tm, touched = sc[0], sc[1], sc[2], sc[5]
+    node_ptr, node_edges, edge_vec, chunk_vec = ix[6], ix[7], ix[14], ix[15]
+    A, sp, tm, g, flag, touched = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
+    ecache, etouched, ccache, ctouched, cnt = sc[6], sc[7], sc[8], sc[9], sc[14]
     src = np.empty(n_src, dtype=np.int64)
     strength = np.empty(n_src, dtype=np.float64)
     m = 0
@@ -178,6 +232,15 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
     order = np.argsort(node_group[src], kind="mergesort")
     src = src[order]
     strength = strength[order]
+    total = 0
+    for i in range(m):
+        gid = node_group[src[i]]
+        if i == 0 or node_group[src[i - 1]] != gid:
+            total += group_ptr[gid + 1] - group_ptr[gid]
+    # 1. per member v of each eligible group: best = max_u A(u) f(alpha |t_u - t_v|)
+    pend = np.empty(total, dtype=np.int64)
+    pbest = np.empty(total, dtype=np.float64)
+    n_p = 0
     i = 0
     while i < m:
         gid = node_group[src[i]]
@@ -199,12 +262,71 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
                 if val > best:
                     best = val
             if best > 0.0:
-                val = best * node_gain(v, ix, sc, q)
-                if val > 0.0:
-                    touch_node(v, sc)
-                    if val > tm[v]:
-                        tm[v] = val
+                pend[n_p] = v
+                pbest[n_p] = best
+                n_p += 1
         i = j
+    # 2. a_time(v) = best * g_v, prefetched in a pipeline: 4 AHEAD on, v's own entries;
+    # 2 AHEAD on, its cached sims; AHEAD on, the embedding rows still needed.
+    for t in range(-4 * AHEAD, n_p):
+        t2 = t + 4 * AHEAD
+        if t2 < n_p:
+            v = pend[t2]
+            prefetch_at(node_ptr, v)
+            prefetch_at(node_chunk, v)
+            prefetch_at(g, v)
+            prefetch_at(flag, v)
+            prefetch_at(tm, v)
+        t1 = t + 2 * AHEAD
+        if 0 <= t1 < n_p:
+            v = pend[t1]
+            if g[v] != g[v]:
+                prefetch_at(ccache, node_chunk[v])
+                for jj in range(node_ptr[v], node_ptr[v + 1]):
+                    prefetch_at(ecache, node_edges[jj])
+        t0 = t + AHEAD
+        if 0 <= t0 < n_p:
+            v = pend[t0]
+            if g[v] != g[v]:
+                c = node_chunk[v]
+                if ccache[c] != ccache[c]:
+                    prefetch_row(chunk_vec, c)
+                prefetch_edges(v, node_ptr, node_edges, edge_vec, ecache)
+        if t < 0:
+            continue
+        v = pend[t]
+        x = g[v]  # g_v as in :func:`gain`, written out: no call in this loop
+        if x != x:
+            best = -np.inf
+            for jj in range(node_ptr[v], node_ptr[v + 1]):
+                e = node_edges[jj]
+                s = ecache[e]
+                if s != s:
+                    s = dot_row(q, edge_vec, e)
+                    ecache[e] = s
+                    etouched[cnt[1]] = e
+                    cnt[1] += 1
+                if s > best:
+                    best = s
+            if best == -np.inf:
+                x = 0.0
+            else:
+                c = node_chunk[v]
+                s = ccache[c]
+                if s != s:
+                    s = dot_row(q, chunk_vec, c)
+                    ccache[c] = s
+                    ctouched[cnt[2]] = c
+                    cnt[2] += 1
+                x = best * s
+            g[v] = x
+        val = pbest[t] * x
+        if flag[v] == 0:  # touch(v): listed for the reset (g_v is cached)
+            flag[v] = 1
+            touched[cnt[0]] = v
+            cnt[0] += 1
+        if val > tm[v]:
+            tm[v] = val
 
 
 @jit
@@ -222,6 +344,12 @@ def run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm):
 
 
 @jit
-def aggregate(sc, v, div):
+def agg(A, sp, tm, v, div):
     """a(v) = (A(v) + a_space(v) + a_time(v)) / div (paper: div = 3, the mean)."""
-    return (sc[0][v] + sc[1][v] + sc[2][v]) / div
+    return (A[v] + sp[v] + tm[v]) / div
+
+
+@jit
+def aggregate(sc, v, div):
+    """:func:`agg` from the scratch tuple (not for inner loops)."""
+    return agg(sc[0], sc[1], sc[2], v, div)
