@@ -17,8 +17,4 @@ OPTIONS = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
 PARALLEL_OPTIONS = dict(OPTIONS, parallel=True)
 
 jit = numba.njit(**OPTIONS)
-#: small per-element helpers that take the index / scratch tuples: inlined into the caller
-#: at Numba-IR level, so the tuple items are taken once per kernel, not once per element
-#: (an out-of-line call pays an atomic NRT incref/decref per array it takes from a tuple).
-jit_inline = numba.njit(**OPTIONS, inline="always")
 pjit = numba.njit(**PARALLEL_OPTIONS)

@@ -9,6 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
+from .prefetch import prefetch_at
+
+#: chunks ahead whose groups' entries are prefetched (node -> group -> per-group state)
+AHEAD = 8
 
 
 @jit
@@ -31,7 +35,22 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
     cg = np.empty(n_ref, dtype=np.int32)
     ng = 0
     k = 0
-    for i in range(m):
+    for i in range(-2 * AHEAD, m):
+        # the groups of C_q's nodes are scattered: fetch node_group 2 AHEAD chunks early,
+        # then each group's entries AHEAD chunks early (a hint only)
+        if i + 2 * AHEAD < m:
+            c2 = cq[i + 2 * AHEAD]
+            for j in range(chunk_ptr[c2], chunk_ptr[c2 + 1]):
+                prefetch_at(node_group, chunk_nodes[j])
+        if 0 <= i + AHEAD < m:
+            c1 = cq[i + AHEAD]
+            for j in range(chunk_ptr[c1], chunk_ptr[c1 + 1]):
+                g1 = node_group[chunk_nodes[j]]
+                prefetch_at(group_chunks, g1)
+                prefetch_at(glast, g1)
+                prefetch_at(gcnt, g1)
+        if i < 0:
+            continue
         c = cq[i]
         for j in range(chunk_ptr[c], chunk_ptr[c + 1]):
             g = node_group[chunk_nodes[j]]
