@@ -30,16 +30,6 @@ def size_key(per, target):
     return None
 
 
-def _current_default_options() -> dict:
-    """The library's default StitchOptions now (what the what-if 'default' variant ran)."""
-    from dataclasses import asdict
-
-    from hyperrag_fast.retriever import QueryOptions
-
-    return {k: (str(v) if isinstance(v, float) and v == float("inf") else v)
-            for k, v in asdict(QueryOptions().stitch).items()}
-
-
 def main():
     ppr, scale, build, thr, bw, prof, wiki = (load(f"{n}.json") for n in
                                               ("ppr", "scale", "build", "threads", "bandwidth", "profile", "2wiki"))
@@ -83,21 +73,23 @@ def main():
         summ = ppr["summary"]
         main_d = dflt if dflt in summ else next(iter(summ))
         s0 = summ[main_d]
-        out["ppr"].update({"push_vs_prpack_speedup": s0["push_vs_prpack_speedup_median"],
+        out["ppr"].update({"push_vs_prpack_speedup": s0["default_vs_prpack_speedup_median"],
                            "top8_agreement": min(x["top8_agreement_min"] for x in summ.values()),
                            "damping_of_headline": float(main_d),
+                           "solver": s0["default_solver"],
                            "push_vs_prpack_construct_plus_solve_speedup":
-                               s0["push_vs_prpack_build_plus_solve_speedup_median"],
+                               s0["default_vs_prpack_build_plus_solve_speedup_median"],
                            "by_damping": summ,
-                           "solver": ppr.get("solver_of_query_path"),
                            "graph_options": ppr["params"].get("options_source"),
                            "by_size_ms": {k: {dd: {n: v["solve_ms"] for n, v in x["solvers"].items()}
                                               for dd, x in d["by_damping"].items()}
                                           for k, d in ppr["sizes"].items()},
-                           "note": "headline = median over sizes of (PRPACK solve / ppr_push_topk(k=8) solve) "
-                                   "at the library's default damping (presets.TUNED_STITCH.damping); "
-                                   "top8_agreement = min over sizes and dampings vs the exact solve; "
-                                   "PRPACK with OMP_NUM_THREADS=1; construct = igraph Graph() + weights"})
+                           "note": "headline (key name kept from the contract) = median over sizes of "
+                                   "(PRPACK solve / solve of the solver the library's default options run: "
+                                   "presets.TUNED_STITCH.ppr, 'power' -> ppr_power_topk, 'push' -> "
+                                   "ppr_push_topk) at the default damping; top8_agreement = min over sizes "
+                                   "and dampings of that solver vs the exact solve; PRPACK with "
+                                   "OMP_NUM_THREADS=1; construct = igraph Graph() + weights"})
         out["sources"]["ppr"] = ppr["command"]
     else:
         notes["ppr"] = "results/ppr.json missing: run benchmarks/bench_ppr.py"
@@ -148,13 +140,18 @@ def main():
     if bw:
         out["bandwidth_floor_ratio"] = bw["bandwidth_floor_ratio"]
         out["bandwidth_GBps"] = bw["bandwidth"]
-        out["bandwidth_by_variant"] = {k: {"ratio_p50": v["ratio_p50"], "floor_ms_p50": v["floor_ms_p50"],
-                                           "p50_ms": v["p50_ms"], "options": v.get("options")}
-                                       for k, v in bw["variants"].items()}
+        out["bandwidth_by_variant"] = {k: {x: v.get(x) for x in (
+            "n", "ratio_p50", "ratio_lines_p50", "propagation_ratio_p50", "propagation_ratio_lines_p50",
+            "propagation_ratio_randomline_p50", "floor_ms_p50", "floor_lines_ms_p50", "p50_ms", "by_stage",
+            "options")} for k, v in bw["variants"].items() if v.get("n")}
+        out["bandwidth_floor_ratio_model"] = bw.get("bandwidth_floor_ratio_model")
         out["bandwidth_floor_ratio_options"] = bw.get("bandwidth_floor_ratio_options")
         out["sources"]["bandwidth"] = bw["command"]
     if prof:
-        out["profile_stage_ms_p50"] = {k: v["stage_ms_p50"] for k, v in prof["variants"].items()}
+        out["profile_stage_ms_p50"] = {k: v["stage_ms_p50"] for k, v in prof["variants"].items()
+                                       if "stage_ms_p50" in v}
+        out["profile_engine_query_ms_p50"] = {k: v["engine_query_ms_p50"] for k, v in prof["variants"].items()
+                                              if "engine_query_ms_p50" in v}
         out["sources"]["profile"] = prof["command"]
     prof_w = load("profile_2wiki.json")
     if prof_w:
@@ -162,44 +159,6 @@ def main():
         out["profile_2wiki_stage_ms_p50"] = v["stage_ms_p50"]
         out["profile_2wiki_stage_share_of_mean"] = v["stage_share_of_mean"]
         out["sources"]["profile_2wiki"] = prof_w["command"]
-    for tag, fn in (("1e6", "whatif_temporal_cap.json"), ("1e7", "whatif_temporal_cap_1e7.json")):
-        w = load(fn)
-        if w:
-            out.setdefault("whatif_temporal_cap_graph_stage", {})[tag] = {
-                k: {"p50_ms": v["p50_ms"], "p99_ms": v["p99_ms"], "cq_p50": v["cq_p50"],
-                    "top8_overlap_with_default": v["top8_overlap_with_default_mean"]}
-                for k, v in w["variants"].items()}
-            out["sources"][f"whatif_temporal_cap_{tag}"] = w["command"]
-    # graph stage with the library's *current* default options (scale.json predates the
-    # preset that caps temporal bridging): two passes of the same default, median of both
-    for tag, fn in (("1e6", "whatif_temporal_cap_1e6_current.json"),
-                    ("1e7", "whatif_temporal_cap_1e7_current.json")):
-        w = load(fn)
-        if w:
-            runs = [v for k, v in w["variants"].items() if k in ("default", "temporal_max_group_50")]
-            g = out["graph_stage_ms"]
-            g[f"{tag}_scale_run_previous_preset_p50"] = g[f"{tag}_p50"]
-            g[f"{tag}_scale_run_previous_preset_p99"] = g[f"{tag}_p99"]
-            g[f"{tag}_p50"] = float(np.median([r["p50_ms"] for r in runs]))
-            g[f"{tag}_p99"] = float(np.median([r["p99_ms"] for r in runs]))
-            g[f"{tag}_current_default_passes"] = {k: {"p50_ms": v["p50_ms"], "p99_ms": v["p99_ms"]}
-                                                  for k, v in w["variants"].items()}
-            out["sources"][f"graph_stage_{tag}_current_default"] = w["command"]
-            opts = g.get(f"{tag}_options") or {}
-            opts["default_scale_run_previous_preset"] = opts.get("default")
-            opts["default"] = _current_default_options()
-            g[f"{tag}_options"] = opts
-            notes[f"graph_stage_{tag}"] = (
-                f"{tag}_p50/p99: current default options (temporal_max_group=50 is now in the "
-                "preset, so both passes of the what-if script run the same default); the "
-                "scale.json run used the previous preset (uncapped temporal) and is kept as "
-                f"{tag}_scale_run_previous_preset_*; candidate_ms.{tag} is from scale.json")
-    exp = load("ppr_push_experiment.json")
-    if exp:
-        out["ppr"]["push_local_variant_experiment"] = {
-            n: {c: {k: e[k] for k in ("topk_ms", "topk_local_ms", "power_ms", "local_speedup", "same_top8_order")}
-                for c, e in d["cases"].items()} for n, d in exp["sizes"].items()}
-        out["sources"]["ppr_push_experiment"] = exp["command"]
     if wiki:
         out["graph_stage_ms"]["2wiki_p50"] = wiki["graph_stage_ms"]["p50"]
         out["graph_stage_ms"]["2wiki_p99"] = wiki["graph_stage_ms"]["p99"]
@@ -230,8 +189,10 @@ def main():
         "threads_2_over_1": "default options; engine calls of the default stitch method on the 2Wiki index "
                             "replayed in 1 vs 2 threads (threads_2_over_1_full_method: whole method)",
         "bandwidth_floor_ratio": "default options, synthetic 1e6 states",
-        "ppr.push_vs_prpack_speedup": "ppr_push_topk(k=8) at the default damping on chunk graphs with the default "
-                                      "graph_max_group / graph_weight"}
+        "ppr.push_vs_prpack_speedup": "the default options' PPR solver (ppr.solver) at the default damping on "
+                                      "chunk graphs with the default graph_max_group / graph_weight",
+        "consistency": "every figure comes from one run of the script named in sources, all with the "
+                       "library's options at the time of that run (each result file records them)"}
     g, c = out["graph_stage_ms"], out["candidate_ms"]
 
     def chk(v, ok):

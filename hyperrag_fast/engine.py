@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hypergraph import Hypergraph
-from .kernels.query import stitch_query
+from .kernels.query import check_inputs, stitch_query
 from .kernels.scratch import new_scratch
 from .options import StitchOptions, group_alphas, group_weights
 
@@ -110,20 +110,25 @@ class StitchEngine:
         q = np.ascontiguousarray(q, dtype=self.node_vec.dtype).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"query vector has dimension {q.shape[0]}, index has {self.dim}")
-        if not np.all(np.isfinite(q)):
-            raise ValueError("query vector holds NaN or inf")
         g = self.graph
-        cn = _ids("cand_nodes", cand_nodes, g.n_nodes)
-        cc = _ids("cand_chunks", cand_chunks, g.n_chunks)
+        cn = _ids(cand_nodes)
+        cc = _ids(cand_chunks)
         bonus = (np.zeros(cc.shape[0]) if chunk_bonus is None
                  else np.ascontiguousarray(chunk_bonus, dtype=np.float64).reshape(-1))
         if bonus.shape[0] != cc.shape[0]:
             raise ValueError("chunk_bonus must have one value per candidate chunk")
-        sn = _EMPTY_I if seed_nodes is None else _ids("seed_nodes", seed_nodes, g.n_nodes)
+        sn = _EMPTY_I if seed_nodes is None else _ids(seed_nodes)
         sv = (np.ones(sn.shape[0]) if seed_values is None
               else np.ascontiguousarray(seed_values, dtype=np.float64).reshape(-1))
         if sv.shape[0] != sn.shape[0]:
             raise ValueError("seed_values must have one value per seed node")
+        bad = check_inputs(q, cn, cc, sn, g.n_nodes, g.n_chunks)
+        if bad:
+            if bad == 1:
+                raise ValueError("query vector holds NaN or inf")
+            name, n = {2: ("cand_nodes", g.n_nodes), 3: ("cand_chunks", g.n_chunks),
+                       4: ("seed_nodes", g.n_nodes)}[bad]
+            raise ValueError(f"{name} holds ids outside [0, {n})")
         out = stitch_query(self.kernel_arrays(opts), self._scratch(), q, cn, cc, bonus, sn, sv,
                            opts.to_params(), detail)
         top, scores, cq, cd, nid, nd, eid, ev, stats = out
@@ -148,8 +153,6 @@ def _vectors(name: str, m, n: int) -> np.ndarray:
     return np.ascontiguousarray(m)
 
 
-def _ids(name: str, a, n: int) -> np.ndarray:
-    a = np.ascontiguousarray(a, dtype=np.int64).reshape(-1)
-    if a.size and (a.min() < 0 or a.max() >= n):
-        raise ValueError(f"{name} holds ids outside [0, {n})")
-    return a
+def _ids(a) -> np.ndarray:
+    """int64, contiguous, flat (range-checked in ``check_inputs``)."""
+    return np.ascontiguousarray(a, dtype=np.int64).reshape(-1)
