@@ -10,7 +10,8 @@ Group cap and edge weighting are read at run time from the library's default opt
 (``hyperrag_fast.presets.TUNED_STITCH``: ``graph_max_group``, ``graph_weight``) unless
 ``--max-group`` / ``--weight`` are given. P column-normalised; a chunk with no neighbour
 keeps its mass (self-loop; the same self-loop and the same arc weights are given to
-every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised.
+every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised
+(0: every chunk, as in the query path, where every chunk of C_q has a prior > 0).
 Dampings ``--dampings`` (default 0.85 = paper, 0.2 = the tuned default). Solvers, each
 timed as the median of ``--repeats`` runs after one warm-up:
 
@@ -100,9 +101,11 @@ def agree(x, ref, k=TOPK):
 
 
 def make_prior(m, nnz, seed):
+    """``nnz`` random chunks with Exp(1) weights (``nnz`` 0: every chunk, as the query
+    path's prior over C_q is), normalised."""
     rng = np.random.default_rng(seed)
     p = np.zeros(m)
-    idx = rng.choice(m, size=min(nnz, m), replace=False)
+    idx = rng.choice(m, size=min(nnz, m) if nnz > 0 else m, replace=False)
     p[idx] = rng.exponential(1.0, idx.shape[0])
     return p / p.sum()
 

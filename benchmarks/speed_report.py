@@ -2,7 +2,8 @@
 
     python benchmarks/speed_report.py
 
-Reads results/{ppr,scale,build,threads,bandwidth,profile}.json (whichever exist) and,
+Reads results/{ppr,ppr_dense_prior,scale,build,threads,bandwidth,profile,profile_2wiki}.json
+(whichever exist; each from one run of its script, see benchmarks/README.md) and,
 when present, results/2wiki.json — written by whoever runs the real 2WikiMultiHopQA index,
 shape: {"graph_stage_ms": {"p50": .., "p99": ..}, "candidate_ms": {"p50": ..},
 "command": "..."} — so the 2wiki_* figures fill in by re-running this one script.
@@ -91,6 +92,15 @@ def main():
                                    "and dampings of that solver vs the exact solve; PRPACK with "
                                    "OMP_NUM_THREADS=1; construct = igraph Graph() + weights"})
         out["sources"]["ppr"] = ppr["command"]
+        dense = load("ppr_dense_prior.json")
+        if dense:
+            sd = dense["summary"].get(main_d) or next(iter(dense["summary"].values()))
+            out["ppr"]["dense_prior"] = {
+                "default_vs_prpack_speedup_median": sd["default_vs_prpack_speedup_median"],
+                "default_vs_prpack_speedup_by_size": sd["default_vs_prpack_speedup_by_size"],
+                "top8_agreement_min": sd["top8_agreement_min"], "solver": sd["default_solver"],
+                "note": "same graphs, prior > 0 on every chunk (as the query path's prior over C_q)"}
+            out["sources"]["ppr_dense_prior"] = dense["command"]
     else:
         notes["ppr"] = "results/ppr.json missing: run benchmarks/bench_ppr.py"
     if scale:
