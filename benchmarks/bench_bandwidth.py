@@ -134,7 +134,9 @@ def bytes_by_stage(eng, opts, r, cand_nodes):
     # temporal: scans of eligible groups, then g_v of members
     t = T["temporal"]
     if opts.temporal:
-        gid = np.unique(g.node_group[act]).astype(np.int64)
+        beta = getattr(opts, "temporal_from_space", 0.0)
+        srcs = touched[(r.node_A > 0) | ((beta > 0) & (r.node_space > 0))]  # as stibp.temporal
+        gid = np.unique(g.node_group[srcs]).astype(np.int64)
         size = g.group_ptr[gid + 1] - g.group_ptr[gid]
         gid = gid[(size >= 2) & (size <= opts.temporal_max_group)]
         t.at(g.group_ptr, np.concatenate([gid, gid + 1]))

@@ -53,8 +53,10 @@ def staged(eng, opts, q, cn, cc, bonus=None, seeds=None, seed_values=None):
     if prm[P.SPATIAL] != 0:
         spatial(ix, sc, q, n_act)
     t.append(time.perf_counter())
-    if prm[P.TEMPORAL] != 0:
-        temporal(ix, sc, q, n_act, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP])
+    if prm[P.TEMPORAL] != 0:  # as kernels.stibp.run_stibp
+        beta = prm[P.TEMPORAL_FROM_SPACE]
+        n_src = sc[14][0] if beta > 0.0 else n_act
+        temporal(ix, sc, q, n_src, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP], beta)
     t.append(time.perf_counter())
     cq = query_chunk_set(ix, sc, cc, div); t.append(time.perf_counter())
     score = project_scores(ix, sc, div); t.append(time.perf_counter())
