@@ -5,6 +5,9 @@
 Re-runs the composition of ``kernels/query.py`` stage by stage from Python (activate,
 spatial, temporal, query_chunk_set, project_scores, chunk_prior, chunk_graph, ppr,
 topk + reset_scratch), timing each call; checks the top-k equals ``StitchEngine.query``.
+Caches are flushed (64 MB streamed) before the staged replay and before the whole
+``StitchEngine.query`` of each query, so both are cold-cache figures (a stream of
+queries keeps more of the index in cache: compare ``bench_scale.py``).
 Each Python->Numba call pays a dispatch cost (unboxing the 18-array index tuple and the
 17-array scratch); it is measured (``dispatch_us``: a no-op reset_scratch call) and
 reported, not subtracted. Queries whose chunk graph would
@@ -37,6 +40,15 @@ except ImportError:
 
 STAGES = ("activate", "spatial", "temporal", "query_chunk_set", "project_scores", "chunk_prior",
           "chunk_graph", "ppr", "topk_reset")
+
+
+_FLUSH = np.ones(64 * 1024 * 1024 // 8)  # 64 MB, twice this machine's L3
+
+
+def flush_caches():
+    """Stream through 64 MB so that the next call finds nothing of the last query in
+    cache (the staged replay and the whole-query timing of one query are both cold)."""
+    _FLUSH.sum()
 
 
 def staged(eng, opts, q, cn, cc, bonus=None, seeds=None, seed_values=None):
@@ -109,7 +121,9 @@ def main():
                 continue
             if time.perf_counter() - t0 > a.variant_budget_s:
                 break
+            flush_caches()
             st, top, info = staged(eng, opts, qs[i], cn[i], cc[i])
+            flush_caches()
             t = time.perf_counter()
             r = eng.query(qs[i], cn[i], cc[i], opts)
             whole.append(time.perf_counter() - t)
@@ -152,7 +166,9 @@ def profile_index(a):
     rows, infos, mismatch, whole = [], [], 0, []
     for args, kw in calls:
         q, cn, cc, o = args[:4]
+        flush_caches()
         st, top, info = staged(eng, o, q, cn, cc, kw.get("chunk_bonus"), kw.get("seed_nodes"), kw.get("seed_values"))
+        flush_caches()
         t = time.perf_counter()
         r = eng.query(*args, **kw)
         whole.append(time.perf_counter() - t)

@@ -217,8 +217,9 @@ def main():
         "bandwidth_floor_ratio<=5": chk(out["bandwidth_floor_ratio"], lambda v: v <= 5)}
     if wiki and "methods" in wiki:
         notes["candidate_2wiki"] = ("candidate_ms.2wiki_* of the default stitch method include the BM25 top-k and "
-                                    "question NER -> seed lookup besides the two ANN searches; parts in "
-                                    "candidate_ms.2wiki_parts_p50; question embedding apart in embed_ms_2wiki")
+                                    "the question -> seed-node lookup (presets.TUNED_HYBRID.seeds) besides the two "
+                                    "ANN searches; parts in candidate_ms.2wiki_parts_p50 (key ner_seeds = that "
+                                    "lookup, whatever the seed kind); question embedding apart in embed_ms_2wiki")
     if scale and size_key(scale["sizes"], 10_000_000):
         notes["graph_stage_1e7_paper_reading"] = ("1e7 paper figures are over the few queries whose uncapped chunk "
                                                   "graph stays under max_arcs (tiny C_q): not representative")
@@ -238,7 +239,8 @@ def plot(scale):
     ks = sorted(per, key=int)
     xs = [per[k]["corpus"]["states"] for k in ks]
     fig, ax = plt.subplots(1, 2, figsize=(12, 4.8))
-    series = [("candidate search (usearch, 50+50)", [per[k]["candidate_ms"]["p50"] for k in ks], "o-")]
+    kv, kc = per[ks[0]].get("k_nodes"), per[ks[0]].get("k_chunks")
+    series = [(f"candidate search (usearch, K_V {kv} + K_C {kc})", [per[k]["candidate_ms"]["p50"] for k in ks], "o-")]
     labels = {"default": "graph stage, library default (tuned preset)",
               "paper": "graph stage, paper options (power PPR, uncapped)"}
     for v in per[ks[0]]["graph_stage_ms"]:
