@@ -55,8 +55,15 @@ def machine() -> dict:
     return out
 
 
+#: environment variables that change what a benchmark measures (BLAS / OpenMP thread pools)
+ENV_THAT_MATTERS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def command() -> str:
-    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0])] + sys.argv[1:])
+    """The exact command line, with any thread-pool environment variable in front."""
+    env = [f"{k}={shlex.quote(os.environ[k])}" for k in ENV_THAT_MATTERS if k in os.environ]
+    return " ".join(env + ["python"] + [shlex.quote(a) for a in
+                                        [os.path.relpath(sys.argv[0])] + sys.argv[1:]])
 
 
 def peak_rss_mb() -> float:

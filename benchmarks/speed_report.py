@@ -147,6 +147,12 @@ def main():
         if "full_method" in thr:
             out["threads_2_over_1_full_method"] = thr["full_method"]["threads_2_over_1"]
         out["sources"]["threads"] = thr["command"]
+    thr1 = load("threads_blas1.json")  # the same run with BLAS / OpenMP pools at 1 thread
+    if thr1:
+        out["threads_2_over_1_blas1"] = thr1["threads_2_over_1"]
+        if "full_method" in thr1:
+            out["threads_2_over_1_full_method_blas1"] = thr1["full_method"]["threads_2_over_1"]
+        out["sources"]["threads_blas1"] = thr1["command"]
     if bw:
         out["bandwidth_floor_ratio"] = bw["bandwidth_floor_ratio"]
         out["bandwidth_GBps"] = bw["bandwidth"]
