@@ -26,7 +26,7 @@ def query_chunk_set(ix, sc, cand_chunks, div):
             m += 1
     for i in range(cnt[0]):
         v = touched[i]
-        if (A[v] + sp[v] + tm[v]) / div > 0.0:  # a(v), stibp.agg
+        if (A[v] + sp[v] + tm[v]) / div > 0.0:  # a(v), stibp.aggregate
             for j in range(nc_ptr[v], nc_ptr[v + 1]):
                 c = nc_chunks[j]
                 if local[c] == -1:
@@ -49,7 +49,7 @@ def project_scores(ix, sc, div):
     score = np.zeros(cnt[4], dtype=np.float64)
     for i in range(cnt[0]):
         v = touched[i]
-        a = (A[v] + sp[v] + tm[v]) / div  # a(v), stibp.agg
+        a = (A[v] + sp[v] + tm[v]) / div  # a(v), stibp.aggregate
         if a > 0.0:
             w = group_weight[node_group[v]]
             for j in range(nc_ptr[v], nc_ptr[v + 1]):
@@ -72,7 +72,7 @@ def chunk_prior(ix, sc, q, cq, score, cand_chunks, chunk_bonus, prm):
         if i < 0:
             continue
         c = cq[i]
-        s = cache[c]  # sim(q, c) cached per query, as stibp.cached_dot
+        s = cache[c]  # sim(q, c) cached per query (see kernels.stibp)
         if s != s:
             s = dot_row(q, chunk_vec, c)
             cache[c] = s

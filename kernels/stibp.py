@@ -7,6 +7,9 @@ afterwards. Work per query is proportional to the activated hyperedges and group
 Per-element helpers take plain arrays, never the index / scratch tuples: the kernels
 take each tuple item once, outside their loops (an item taken inside a loop or in an
 out-of-line helper costs an atomic NRT incref/decref per array, per element).
+S(e) and sim(q, c) are cached per query in scratch arrays (NaN = not computed yet); the
+first read computes the dot product and lists the entry for the reset. The hot loops
+write that read out in place rather than calling a helper.
 Embedding rows are read at random, so they are prefetched ``AHEAD`` elements early.
 """
 from __future__ import annotations
@@ -43,41 +46,12 @@ def dot_row(q, mat, i):
 
 
 @jit
-def cached_dot(i, q, mat, cache, touched, cnt, slot):
-    """sim(q, mat[i]) computed once per query: cached in ``cache``, listed in ``touched``."""
-    s = cache[i]
-    if s != s:
-        s = dot_row(q, mat, i)
-        cache[i] = s
-        touched[cnt[slot]] = i
-        cnt[slot] += 1
-    return s
-
-
-@jit
-def edge_sim(e, q, edge_vec, sc):
-    """S(e) = sim(q, e), cached per query (not for inner loops: takes the scratch tuple)."""
-    return cached_dot(e, q, edge_vec, sc[6], sc[7], sc[14], 1)
-
-
-@jit
-def chunk_sim(c, q, chunk_vec, sc):
-    """sim(q, c), cached per query (not for inner loops: takes the scratch tuple)."""
-    return cached_dot(c, q, chunk_vec, sc[8], sc[9], sc[14], 2)
-
-
-@jit
 def touch(v, flag, touched, cnt):
     """List node v once per query (``flag`` marks it) so that the reset finds it."""
     if flag[v] == 0:
         flag[v] = 1
         touched[cnt[0]] = v
         cnt[0] += 1
-
-
-@jit
-def touch_node(v, sc):
-    touch(v, sc[4], sc[5], sc[14])
 
 
 @jit
@@ -143,7 +117,7 @@ def spatial(ix, sc, q, n_active):
         u = touched[i]
         for j in range(node_ptr[u], node_ptr[u + 1]):
             e = node_edges[j]
-            s = ecache[e]  # S(e), cached_dot written out (no call in this loop)
+            s = ecache[e]  # S(e), cached per query (module docstring)
             if s != s:
                 s = dot_row(q, edge_vec, e)
                 ecache[e] = s
@@ -161,34 +135,6 @@ def spatial(ix, sc, q, n_active):
                         cnt[0] += 1
                     if val > sp[v]:
                         sp[v] = val
-
-
-@jit
-def gain(v, q, node_chunk, node_ptr, node_edges, edge_vec, chunk_vec, g, ecache, etouched,
-         ccache, ctouched, cnt, flag, touched):
-    """g_v = S(e_v) * sim(q, c_v), S(e_v) the max S over v's hyperedges; cached per query
-    in ``g`` (v is listed so that the reset clears it)."""
-    x = g[v]
-    if x != x:
-        best = -np.inf
-        for j in range(node_ptr[v], node_ptr[v + 1]):
-            s = cached_dot(node_edges[j], q, edge_vec, ecache, etouched, cnt, 1)
-            if s > best:
-                best = s
-        if best == -np.inf:
-            x = 0.0
-        else:
-            x = best * cached_dot(node_chunk[v], q, chunk_vec, ccache, ctouched, cnt, 2)
-        g[v] = x
-        touch(v, flag, touched, cnt)
-    return x
-
-
-@jit
-def node_gain(v, ix, sc, q):
-    """:func:`gain` from the index and scratch tuples (not for inner loops)."""
-    return gain(v, q, ix[0], ix[6], ix[7], ix[14], ix[15], sc[3], sc[6], sc[7], sc[8], sc[9],
-                sc[14], sc[4], sc[5])
 
 
 @jit
@@ -295,7 +241,7 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
         if t < 0:
             continue
         v = pend[t]
-        x = g[v]  # g_v as in :func:`gain`, written out: no call in this loop
+        x = g[v]  # g_v = S(e_v) sim(q, c_v), cached per query in g
         if x != x:
             best = -np.inf
             for jj in range(node_ptr[v], node_ptr[v + 1]):
@@ -344,12 +290,7 @@ def run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm):
 
 
 @jit
-def agg(A, sp, tm, v, div):
-    """a(v) = (A(v) + a_space(v) + a_time(v)) / div (paper: div = 3, the mean)."""
-    return (A[v] + sp[v] + tm[v]) / div
-
-
-@jit
 def aggregate(sc, v, div):
-    """:func:`agg` from the scratch tuple (not for inner loops)."""
-    return agg(sc[0], sc[1], sc[2], v, div)
+    """a(v) = (A(v) + a_space(v) + a_time(v)) / div (paper: div = 3, the mean); inner
+    loops write this out on the scratch arrays (module docstring)."""
+    return (sc[0][v] + sc[1][v] + sc[2][v]) / div
