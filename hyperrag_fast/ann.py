@@ -1,7 +1,8 @@
 """Candidate search over one embedding matrix (DESIGN §3 step 1, §7).
 
 :class:`VectorIndex` answers top-k cosine queries over L2-normalised float32 rows,
-either exactly (``matrix @ q`` + ``argpartition``) or with a usearch HNSW index.
+either exactly (compiled float32 dot products and an ordered top-k, ``kernels.dense``) or
+with a usearch HNSW index.
 Below ``exact_threshold`` rows the exact search is used: DESIGN §7 measured it
 competitive below ~100k vectors, and it needs no build time. Returned similarities
 are always the exact cosines of the returned rows (usearch hits are rescored), and
@@ -12,9 +13,12 @@ recall collapses on heavily duplicated data (2Wiki entity states: 97k rows, 21.7
 distinct), so hits are expanded to every equal row and rescored.
 
 Measured here (2 shared cores, MiniLM vectors of 2Wiki sentences, k = 50): exact
-search ~1-3 ms/query at 6k rows, ~8 ms at 20k, ~20 ms at 100k; usearch (M = 16,
+search with NumPy ~1-3 ms/query at 6k rows, ~8 ms at 20k, ~20 ms at 100k; usearch (M = 16,
 expansion_search = 128) ~0.9 ms at 6k with recall@50 0.993, but builds at only
-~1,600 vectors/s. Hence the 10k default threshold.
+~1,600 vectors/s. Hence the 10k default threshold. The compiled exact search takes
+~0.15 ms at 6k rows (as fast as one-thread BLAS) and releases the GIL; BLAS is kept off
+the query path because OpenBLAS's pool spins on the other core between calls.
+A single query searches usearch with one thread (``AnnParams.threads`` is for batches).
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+
+from .kernels.dense import all_finite, exact_topk, rescore_topk
 
 #: default size below which exact search is used (see the module docstring).
 EXACT_THRESHOLD = 10_000
@@ -118,6 +124,8 @@ class VectorIndex:
             raise ValueError(f"query must have dimension {self.dim}, got shape {q.shape}")
         if isinstance(k, bool) or int(k) != k or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
+        if not all_finite(Q):
+            raise ValueError("query holds NaN or inf")
         k = min(int(k), self.n)
         if k == 0:
             ids, sims = (np.zeros((Q.shape[0], 0), np.int64), np.zeros((Q.shape[0], 0), np.float32))
@@ -128,17 +136,9 @@ class VectorIndex:
         return (ids[0], sims[0]) if single else (ids, sims)
 
     def _exact(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        S = Q @ self.vectors.T  # (m, n)
-        if k >= self.n:
-            part = np.broadcast_to(np.arange(self.n), S.shape)
-            return _order(part.astype(np.int64), np.take_along_axis(S, part, axis=1))
-        kth = -np.partition(-S, k - 1, axis=1)[:, k - 1]
-        ids = np.empty((S.shape[0], k), np.int64)
-        sims = np.empty((S.shape[0], k), np.float32)
-        for i in range(S.shape[0]):  # every row tied with the k-th, so ties go by id
-            cand = np.flatnonzero(S[i] >= kth[i])
-            o_ids, o_s = _order(cand[None, :], S[i, cand][None, :])
-            ids[i], sims[i] = o_ids[0, :k], o_s[0, :k]
+        ids = np.empty((Q.shape[0], k), np.int64)
+        sims = np.empty((Q.shape[0], k), np.float32)
+        exact_topk(self.vectors, Q, k, ids, sims)
         return ids, sims
 
     def _approx(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +147,7 @@ class VectorIndex:
         hit, rescored exactly; the k best rows always lie among the k best distinct ones."""
         n_distinct = self._rep.shape[0]
         kd = min(k, n_distinct)
-        m = self.hnsw.search(Q, kd, threads=self.params.threads)
+        m = self.hnsw.search(Q, kd, threads=1 if Q.shape[0] == 1 else self.params.threads)
         keys = np.asarray(m.keys, dtype=np.int64).reshape(Q.shape[0], -1)
         ids = np.empty((Q.shape[0], k), np.int64)
         sims = np.empty((Q.shape[0], k), np.float32)
@@ -158,8 +158,7 @@ class VectorIndex:
                 ids[i], sims[i] = e_ids[0], e_s[0]
                 continue
             row = np.concatenate([self._dup_ids[self._dup_ptr[u]:self._dup_ptr[u + 1]] for u in hit])
-            o_ids, o_s = _order(row[None, :], (self.vectors[row] @ Q[i])[None, :])
-            ids[i], sims[i] = o_ids[0, :k], o_s[0, :k]
+            rescore_topk(self.vectors, row, Q[i], k, ids[i], sims[i])
         return ids, sims
 
     # --------------------------------------------------------------- persistence
@@ -201,13 +200,3 @@ def _distinct_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ids = np.argsort(group, kind="stable").astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=order.shape[0]))]).astype(np.int64)
     return first[order].astype(np.int64), ptr, ids
-
-
-def _order(ids: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sort each row by similarity descending, ties by id ascending."""
-    out_i = np.empty_like(ids)
-    out_s = np.empty(ids.shape, np.float32)
-    for r in range(ids.shape[0]):
-        o = np.lexsort((ids[r], -sims[r]))
-        out_i[r], out_s[r] = ids[r][o], sims[r][o]
-    return out_i, out_s

@@ -49,6 +49,8 @@ def test_shapes_batch_and_edge_cases():
         ix.search(np.zeros(3), 2)
     with pytest.raises(ValueError, match="k must be"):
         ix.search(X[0], -1)
+    with pytest.raises(ValueError, match="NaN"):
+        ix.search(np.full(X.shape[1], np.nan), 2)
     with pytest.raises(ValueError, match="backend"):
         AnnParams(backend="faiss")
 

@@ -40,8 +40,15 @@ def _bm25_twin(docs, query, k1=1.5, b=0.75):
 def test_bm25_matches_twin(docs, query, k1, b):
     docs = [" ".join(d) for d in docs]
     q = " ".join(query)
-    got = BM25(docs, k1=k1, b=b, stop_words=False).scores(q)
+    bm = BM25(docs, k1=k1, b=b, stop_words=False)
+    got = bm.scores(q)
     np.testing.assert_allclose(got, _bm25_twin(docs, q, k1, b), atol=1e-9)
+    for k in (1, 3, 10):  # the compiled top-k: the SciPy scores' order, bit for bit
+        ids, s = bm.top_k(q, k)
+        nz = np.flatnonzero(got > 0)
+        want = nz[np.lexsort((nz, -got[nz]))][:k]
+        np.testing.assert_array_equal(ids, want)
+        np.testing.assert_array_equal(s, got[want])
 
 
 def test_bm25_top_k_order_and_empty_query():

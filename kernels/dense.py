@@ -1,0 +1,93 @@
+"""Exact candidate search (DESIGN §3 step 1): float32 cosines of L2-normalised rows and an
+ordered top-k, compiled and GIL-free.
+
+Replaces ``matrix @ q`` on the query path: OpenBLAS's thread pool spins on the other core
+after every call, which halved the throughput of two query threads (benchmarks/README.md).
+Order: similarity descending, ties by row id ascending.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._config import dot_jit, jit
+
+
+@dot_jit
+def dot_rows(V, q, out):
+    """out[i] = <V[i], q> in float32 (sums reassociated, see ``_config.DOT_OPTIONS``)."""
+    n, d = V.shape
+    for i in range(n):
+        s = np.float32(0.0)
+        for j in range(d):
+            s += V[i, j] * q[j]
+        out[i] = s
+
+
+@dot_jit
+def dot_gather(V, rows, q, out):
+    """out[i] = <V[rows[i]], q> in float32."""
+    d = V.shape[1]
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        s = np.float32(0.0)
+        for j in range(d):
+            s += V[r, j] * q[j]
+        out[i] = s
+
+
+@jit
+def _better(s, i, t, j):
+    return s > t or (s == t and i < j)
+
+
+@jit
+def topk_ordered(scores, ids, k, out_ids, out_s):
+    """The k best (score, id) pairs, score descending then id ascending, written to
+    ``out_ids[:k]``, ``out_s[:k]`` by partial insertion: O(n k) worst, O(n) typical.
+    ``ids`` may come in any order; scores are finite."""
+    n = 0
+    for i in range(scores.shape[0]):
+        s = scores[i]
+        r = ids[i]
+        if n == k:
+            if not _better(s, r, out_s[k - 1], out_ids[k - 1]):
+                continue
+            j = k - 1
+        else:
+            j = n
+            n += 1
+        while j > 0 and _better(s, r, out_s[j - 1], out_ids[j - 1]):
+            out_s[j] = out_s[j - 1]
+            out_ids[j] = out_ids[j - 1]
+            j -= 1
+        out_s[j] = s
+        out_ids[j] = r
+
+
+@jit
+def exact_topk(V, Q, k, out_ids, out_s):
+    """Top-k rows of V for every query row of Q (k <= n): out_ids, out_s of shape (m, k)."""
+    n = V.shape[0]
+    buf = np.empty(n, dtype=np.float32)
+    ids = np.arange(n)
+    for r in range(Q.shape[0]):
+        dot_rows(V, Q[r], buf)
+        topk_ordered(buf, ids, k, out_ids[r], out_s[r])
+
+
+@jit
+def rescore_topk(V, rows, q, k, out_ids, out_s):
+    """Top-k of the given rows of V for one query (k <= rows.size), exact float32 cosines."""
+    buf = np.empty(rows.shape[0], dtype=np.float32)
+    dot_gather(V, rows, q, buf)
+    topk_ordered(buf, rows, k, out_ids, out_s)
+
+
+@jit
+def all_finite(Q):
+    """True when the 2-d array Q holds no NaN or inf."""
+    for i in range(Q.shape[0]):
+        for j in range(Q.shape[1]):
+            if not np.isfinite(Q[i, j]):
+                return False
+    return True
