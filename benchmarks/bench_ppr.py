@@ -18,6 +18,9 @@ timed as the median of ``--repeats`` runs after one warm-up:
 * ours_power_topk — kernels.ppr.ppr_power_topk(..., tol, max_iter, k=top_k): what the query
   path runs for ppr="power" (sparse sweeps while the iterate's support is small, certified
   top-k early stop, else max-abs-change < tol);
+* ours_factored  — kernels.ppr_factored.ppr_factored_topk: the same iteration and stop on the
+  chunk-group incidences the CSR was deduplicated from (ppr="factored"; inverse_size weights
+  only; its degrees are computed inside the timed call, CSR solvers get ``wsum`` as input);
 * ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the query path's solver for
   ppr="push" (certified top-k early stop, else L1 residual <= tol);
 * ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
@@ -36,7 +39,7 @@ top8 = |top-8 of solver ∩ top-8 of exact| / 8; ``top8_same_order`` also checks
 Headline (``summary[d]["default_vs_prpack_speedup_median"]``, speed.json
 ``ppr.push_vs_prpack_speedup``): PRPACK solve time over the solver the library's default
 options run (``presets.TUNED_STITCH.ppr`` read at run time: "power" -> ours_power_topk,
-"push" -> ours_push_topk; k = ``top_k``, tol / max_iter of the preset), median over sizes.
+"push" -> ours_push_topk, "factored" -> ours_factored; k = ``top_k``, tol / max_iter of the preset), median over sizes.
 """
 from __future__ import annotations
 
@@ -57,6 +60,7 @@ import scipy.sparse.linalg as spla
 from hyperrag_fast import presets
 from hyperrag_fast.kernels import params as PRM
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_power_topk, ppr_push, ppr_push_topk
+from hyperrag_fast.kernels.ppr_factored import ppr_factored_topk
 
 try:
     from . import _common as C
@@ -110,7 +114,7 @@ def make_prior(m, nnz, seed):
     return p / p.sum()
 
 
-def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a):
+def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a, fac=None):
     m = wsum.shape[0]
     out = {}
     if m <= a.spsolve_max:
@@ -146,6 +150,12 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     rec("ours_power_topk", lambda: ppr_power_topk(ptr, nbr, w, wsum, p, D, tol, a.max_iter, a.k),
         extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "bound": float(r[2]),
                          "stopped_by_certificate": bool(r[3])})
+    if fac is not None:  # the same iteration on the chunk-group incidences (ppr="factored")
+        cg_ptr, cg, gptr, members, gn = fac
+        gw = 1.0 / gn
+        rec("ours_factored", lambda: ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, D, tol, a.max_iter, a.k),
+            extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "incidences": int(cg.shape[0]),
+                             "stopped_by_certificate": bool(r[3])})
     rec("ours_push_topk", lambda: ppr_push_topk(ptr, nbr, w, wsum, p, D, tol, a.k),
         extra=lambda r: {"tol": tol, "k": a.k, "residual_l1": float(r[1]), "pushes": int(r[2]),
                          "stopped_by_certificate": bool(float(r[1]) > tol)})
@@ -174,8 +184,9 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
     out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
     out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
-    for name in ("ours_power_topk", "ours_push_topk", "ours_push", "ours_power"):
-        out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
+    for name in ("ours_power_topk", "ours_factored", "ours_push_topk", "ours_push", "ours_power"):
+        if name in res:
+            out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
     print(f"  d={D:g} {a.default_solver} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
           f"{out['default_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
           f"push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
@@ -185,7 +196,8 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
 
 def run_size(n, a):
     t = time.perf_counter()
-    ptr, nbr, w, wsum = chunk_graph_of_size(n, a.max_group, seed=a.seed, weight_kind=a.weight_kind)
+    (ptr, nbr, w, wsum), fac = chunk_graph_of_size(n, a.max_group, seed=a.seed, weight_kind=a.weight_kind,
+                                                   factored=True)
     gen_s = time.perf_counter() - t
     m = wsum.shape[0]
     p = make_prior(m, a.prior_nnz, a.seed + 7)
@@ -222,7 +234,7 @@ def run_size(n, a):
     out["by_damping"] = {}
     for D in a.dampings:
         out["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
-                                                  H, nx_build_ms, rep, a)
+                                                  H, nx_build_ms, rep, a, fac if a.weight_kind == 1 else None)
     return out
 
 
@@ -248,7 +260,8 @@ def main():
     a.push_tol = st.tol if a.push_tol is None else a.push_tol
     a.max_iter = st.max_iter
     a.k = st.top_k
-    a.default_solver = {"power": "ours_power_topk", "push": "ours_push_topk"}.get(st.ppr, "ours_power_topk")
+    a.default_solver = {"power": "ours_power_topk", "push": "ours_push_topk",
+                        "factored": "ours_factored"}.get(st.ppr, "ours_power_topk")
     from hyperrag_fast.options import StitchOptions
     a.weight_kind = int(StitchOptions(graph_weight=a.weight).to_params()[PRM.GRAPH_WEIGHT])
     a.options_source = {"graph_max_group": a.max_group, "graph_weight": a.weight, "tol": a.push_tol,
@@ -286,7 +299,9 @@ def write(a, sizes):
                    "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
                    "top8_agreement_min": float(np.min(list(ag.values())))}
-        for name in ("ours_power_topk", "ours_push_topk", "ours_push", "ours_power"):
+        for name in ("ours_power_topk", "ours_factored", "ours_push_topk", "ours_push", "ours_power"):
+            if any(f"{name}_vs_prpack_speedup" not in s["by_damping"][k] for s in sizes.values()):
+                continue
             x = by(f"{name}_vs_prpack_speedup")
             summ[k][f"{name}_vs_prpack_speedup_by_size"] = x
             summ[k][f"{name}_vs_prpack_speedup_median"] = float(np.median(list(x.values())))

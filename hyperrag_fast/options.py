@@ -10,7 +10,7 @@ import numpy as np
 from .kernels import params as P
 
 _DECAYS = {"tanh": P.DECAY_TANH, "exp": P.DECAY_EXP, "sigmoid": P.DECAY_SIGMOID}
-_PPRS = {"none": P.PPR_NONE, "power": P.PPR_POWER, "push": P.PPR_PUSH}
+_PPRS = {"none": P.PPR_NONE, "power": P.PPR_POWER, "push": P.PPR_PUSH, "factored": P.PPR_FACTORED}
 _ALPHAS = ("ratio", "fixed", "log")
 _WEIGHTS = ("log1p", "idf", "none")
 _GRAPH_WEIGHTS = {"uniform": 0, "inverse_size": 1}
@@ -35,7 +35,10 @@ class StitchOptions:
     chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
     (paper: power iteration to max-abs-change < tol, stopped earlier once its top-k order
     is certified equal to the exact solve's, ``kernels.ppr.ppr_power_topk``), "push"
-    (forward push, L1 error <= tol) or "none" (rank by prior).
+    (forward push, L1 error <= tol), "factored" (the same power iteration, same results
+    to rounding, on the chunk-group incidences instead of the deduplicated arcs: a name
+    group of s chunks costs s, not s (s - 1); needs graph_weight "inverse_size";
+    ``kernels.ppr_factored``) or "none" (rank by prior).
     """
 
     delta: float = 0.5
@@ -65,6 +68,8 @@ class StitchOptions:
         _one_of("group_weight", self.group_weight, _WEIGHTS)
         _one_of("graph_weight", self.graph_weight, _GRAPH_WEIGHTS)
         _one_of("ppr", self.ppr, _PPRS)
+        if self.ppr == "factored" and self.graph_weight != "inverse_size":
+            raise ValueError('ppr="factored" needs graph_weight="inverse_size" (additive arc weights)')
         if not 0.0 <= self.damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), got {self.damping}")
         if self.top_k < 1:

@@ -1,8 +1,9 @@
 """The query-induced chunk graph (STITCH-RAG §3.3, Alg. 1 l.29-30).
 
 c ~ c' (c != c', both in C_q) when a node of c and a node of c' share a name group.
-Built through the chunk-group bipartite structure with deduplicated edges, so the
-cost is the size of the graph, never the corpus.
+Both forms go through the chunk-group bipartite structure, so the cost is the size of
+the graph, never the corpus: ``chunk_groups`` gives the incidences (the factored form
+the PPR of ``ppr_factored`` sweeps directly), ``chunk_graph`` the deduplicated CSR.
 """
 from __future__ import annotations
 
@@ -16,18 +17,14 @@ AHEAD = 8
 
 
 @jit
-def chunk_graph(ix, sc, cq, max_group, weight_kind):
-    """Adjacency of C_q in local ids: (ptr, nbr, w, wsum).
-
-    ``weight_kind`` 0: every distinct neighbour weighs 1 (paper); 1: an edge weighs the
-    sum over shared groups g of 1 / |chunks of g|. Groups in more than ``max_group``
-    chunks make no edges (inf: all do). Column-normalising by ``wsum`` gives P;
-    ``wsum == 0`` marks a dangling chunk (self-loop).
-    """
+def chunk_groups(ix, sc, cq, max_group):
+    """The eligible groups of C_q (groups in at most ``max_group`` corpus chunks; inf: all),
+    in local ids: (cg_ptr, cg, gptr, members, gn). ``cg[cg_ptr[i]:cg_ptr[i + 1]]`` are
+    the distinct groups of chunk i (in the order of its nodes), ``members[gptr[l]:gptr[l + 1]]``
+    the chunks of group l (ascending local ids), ``gn[l]`` its corpus chunk count."""
     node_group, chunk_ptr, chunk_nodes, group_chunks = ix[1], ix[10], ix[11], ix[12]
-    gcnt, gstart, gtouched, glast = sc[11], sc[12], sc[13], sc[16]
+    gcnt, gtouched, glast = sc[11], sc[13], sc[16]
     m = cq.shape[0]
-    # 1. the distinct eligible groups of each chunk (CSR cg), and members per group
     n_ref = 0
     for i in range(m):
         n_ref += chunk_ptr[cq[i] + 1] - chunk_ptr[cq[i]]
@@ -64,24 +61,49 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
             cg[k] = g
             k += 1
         cg_ptr[i + 1] = k
-    total = 0
+    gptr = np.zeros(ng + 1, dtype=np.int64)
+    gn = np.empty(ng, dtype=np.int64)
     for t in range(ng):
         g = gtouched[t]
-        gstart[g] = total
-        total += gcnt[g]
-        gcnt[g] = gstart[g]  # now the fill position
-    members = np.empty(total, dtype=np.int32)
-    bound = 0
+        gptr[t + 1] = gptr[t] + gcnt[g]
+        gn[t] = group_chunks[g]
+        gcnt[g] = gptr[t]  # now the fill position
+        glast[g] = t  # now the local id
+    members = np.empty(gptr[ng], dtype=np.int32)
     for i in range(m):
         for s in range(cg_ptr[i], cg_ptr[i + 1]):
             g = cg[s]
             members[gcnt[g]] = i
             gcnt[g] += 1
+            cg[s] = glast[g]
+    for t in range(ng):
+        g = gtouched[t]
+        glast[g] = -1
+        gcnt[g] = 0
+    return cg_ptr, cg[:k], gptr, members, gn
+
+
+@jit
+def chunk_graph(ix, sc, cq, max_group, weight_kind):
+    """Adjacency of C_q in local ids: (ptr, nbr, w, wsum).
+
+    ``weight_kind`` 0: every distinct neighbour weighs 1 (paper); 1: an edge weighs the
+    sum over shared groups g of 1 / |chunks of g|. Groups in more than ``max_group``
+    chunks make no edges (inf: all do). Column-normalising by ``wsum`` gives P;
+    ``wsum == 0`` marks a dangling chunk (self-loop).
+    """
+    cg_ptr, cg, gptr, members, gn = chunk_groups(ix, sc, cq, max_group)
+    return dedup_arcs(cg_ptr, cg, gptr, members, gn, weight_kind)
+
+
+@jit
+def dedup_arcs(cg_ptr, cg, gptr, members, gn, weight_kind):
+    """The deduplicated CSR (ptr, nbr, w, wsum) of the factored chunk graph."""
+    m = cg_ptr.shape[0] - 1
+    bound = 0
     for i in range(m):
         for s in range(cg_ptr[i], cg_ptr[i + 1]):
-            g = cg[s]
-            bound += gcnt[g] - gstart[g] - 1
-    # 2. deduplicated neighbours through the chunk-group bipartite structure
+            bound += gptr[cg[s] + 1] - gptr[cg[s]] - 1
     ptr = np.zeros(m + 1, dtype=np.int64)
     nbr = np.empty(bound, dtype=np.int32)
     w = np.empty(bound, dtype=np.float64)
@@ -92,8 +114,8 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
     for i in range(m):
         for s in range(cg_ptr[i], cg_ptr[i + 1]):
             g = cg[s]
-            wg = 1.0 if weight_kind == 0 else 1.0 / group_chunks[g]
-            for t in range(gstart[g], gcnt[g]):
+            wg = 1.0 if weight_kind == 0 else 1.0 / gn[g]
+            for t in range(gptr[g], gptr[g + 1]):
                 jj = members[t]
                 if jj == i:
                     continue
@@ -108,8 +130,4 @@ def chunk_graph(ix, sc, cq, max_group, weight_kind):
         ptr[i + 1] = k
         for t in range(ptr[i], k):
             wsum[i] += w[t]
-    for t in range(ng):
-        g = gtouched[t]
-        glast[g] = -1
-        gcnt[g] = 0
     return ptr, nbr[:k], w[:k], wsum

@@ -18,7 +18,8 @@ PRIOR = 7  # 0: continuous I(c) (paper), 1: binary 1[Score(c) > 0]
 TEMPORAL_MAX_GROUP = 8  # groups with more members skip temporal bridging (inf: none skip)
 GRAPH_MAX_GROUP = 9  # groups in more chunks make no chunk-graph edges (inf: all do)
 GRAPH_WEIGHT = 10  # 0: unweighted deduplicated adjacency (paper), 1: sum of 1/|chunks of g|
-PPR = 11  # 0: none (rank by prior), 1: power iteration (paper; certified top-k stop), 2: forward push
+PPR = 11  # 0: none (rank by prior), 1: power iteration (paper; certified top-k stop), 2: forward push,
+#          3: power iteration on the factored chunk graph (inverse_size weights only)
 TOL = 12  # power: max-abs-change stop; push: bound on the L1 residual
 MAX_ITER = 13  # power-iteration cap
 TOPK = 14  # number of chunks returned
@@ -26,7 +27,7 @@ TEMPORAL_FROM_SPACE = 15  # beta: spatially bridged nodes are temporal sources w
 N_PARAMS = 16
 
 DECAY_TANH, DECAY_EXP, DECAY_SIGMOID = 0, 1, 2
-PPR_NONE, PPR_POWER, PPR_PUSH = 0, 1, 2
+PPR_NONE, PPR_POWER, PPR_PUSH, PPR_FACTORED = 0, 1, 2, 3
 
 
 def paper_params() -> np.ndarray:

@@ -5,8 +5,9 @@ import numpy as np
 
 from . import params as P
 from ._config import jit
-from .chunk_graph import chunk_graph
+from .chunk_graph import chunk_graph, chunk_groups
 from .ppr import ppr_power_topk, ppr_push_topk, topk_desc
+from .ppr_factored import ppr_factored_topk
 from .projection import chunk_prior, project_scores, query_chunk_set
 from .scratch import reset_scratch
 from .stibp import aggregate, run_stibp
@@ -70,7 +71,8 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
     ``sc``: this thread's scratch; ``prm``: the float64 vector of :mod:`.params`.
     Returns (top chunk ids, top scores, C_q ids, chunk detail (4, |C_q|): sim, Score,
     prior, pi; node ids, node detail (4, n): A, a_space, a_time, a; edge ids, S(e);
-    stats int64[4]: |C_q|, graph arrows, PPR iterations or pushes, touched nodes).
+    stats int64[4]: |C_q|, graph size (arrows; chunk-group incidences for the factored
+    PPR), PPR iterations or pushes, touched nodes).
     Without ``detail`` the node and edge arrays are empty.
     """
     div = prm[P.AGG_DIV]
@@ -84,6 +86,12 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
     stats[3] = sc[14][0]
     if kind == P.PPR_NONE:
         pi = prior.copy()
+    elif kind == P.PPR_FACTORED:
+        cg_ptr, cg, gptr, members, gn = chunk_groups(ix, sc, cq, prm[P.GRAPH_MAX_GROUP])
+        stats[1] = cg.shape[0]
+        pi, its, _b, _cert = ppr_factored_topk(cg_ptr, cg, gptr, members, 1.0 / gn, prior, prm[P.DAMPING],
+                                               prm[P.TOL], int(prm[P.MAX_ITER]), int(prm[P.TOPK]))
+        stats[2] = its
     else:
         ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
         stats[1] = nbr.shape[0]

@@ -7,7 +7,7 @@ from ._config import jit
 
 # slots: 0 A, 1 a_space, 2 a_time, 3 g_v cache, 4 node flag, 5 touched nodes,
 # 6 S(e) cache, 7 touched edges, 8 sim(q,c) cache, 9 chunks with sim, 10 chunk_local,
-# 11 group count, 12 group start, 13 touched groups, 14 counters, 15 C_q buffer,
+# 11 group count, 12 (free, empty), 13 touched groups, 14 counters, 15 C_q buffer,
 # 16 group last-seen marker. counters: 0 nodes, 1 edges, 2 sims, 3 (free), 4 |C_q|.
 
 
@@ -27,7 +27,7 @@ def new_scratch(n_nodes, n_edges, n_chunks, n_groups):
         np.empty(n_chunks, dtype=np.int32),
         np.full(n_chunks, -1, dtype=np.int32),
         np.zeros(n_groups, dtype=np.int64),
-        np.zeros(n_groups, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
         np.empty(n_groups, dtype=np.int32),
         np.zeros(8, dtype=np.int64),
         np.empty(n_chunks, dtype=np.int32),

@@ -58,6 +58,8 @@ def instances(draw, merge=None, dtype=np.float64, dim=6):
 def stitch_options(draw):
     from hyperrag_fast.options import StitchOptions
 
+    graph_weight = draw(st.sampled_from(["uniform", "inverse_size"]))
+    pprs = ["power", "push", "none"] + (["factored"] if graph_weight == "inverse_size" else [])
     return StitchOptions(
         delta=draw(st.sampled_from([-0.5, 0.0, 0.2, 0.5])),
         lam=draw(st.sampled_from([0.0, 0.3, 1.0])),
@@ -74,6 +76,6 @@ def stitch_options(draw):
         temporal_max_group=draw(st.sampled_from([float("inf"), 2.0, 3.0])),
         temporal_from_space=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0])),
         graph_max_group=draw(st.sampled_from([float("inf"), 1.0, 2.0, 4.0])),
-        graph_weight=draw(st.sampled_from(["uniform", "inverse_size"])),
-        ppr=draw(st.sampled_from(["power", "push", "none"])),
+        graph_weight=graph_weight,
+        ppr=draw(st.sampled_from(pprs)),
     )

@@ -178,8 +178,8 @@ def test_full_query_matches_twin(inst, opts):
         top = np.sort(pi)[::-1][: opts.top_k + 1]
         if len(top) < 2 or np.all(np.diff(top) < -(opts.tol + 1e-9)):
             np.testing.assert_array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k))
-    elif opts.ppr == "power":
-        # the power iteration stops on the paper's rule or once its top-k order is
+    elif opts.ppr in ("power", "factored"):
+        # the power iteration (on the arcs or on the factored chunk graph) stops on the paper's rule or once its top-k order is
         # certified: pi is the twin's iterate after as many sweeps, within the stated bound
         P, p0 = transition(chunk_graph_twin(g, cq, opts)), p
         its = int(res.stats[2])
@@ -198,6 +198,24 @@ def test_full_query_matches_twin(inst, opts):
             assert abs(res.cq_pi.sum() - 1) < 1e-9
     # the returned ranking is exactly the tie-broken order of the kernel's own scores
     np.testing.assert_array_equal(res.chunk_ids, ranked(res.cq_pi, res.cq, opts.top_k))
+
+
+@SETTINGS
+@given(instances(), stitch_options())
+def test_factored_ppr_ranks_as_the_power_iteration(inst, opts):
+    if opts.graph_weight != "inverse_size" or opts.ppr == "none":
+        opts = opts.replace(graph_weight="inverse_size", ppr="power")
+    eng = _engine(inst)
+    g, nv, ev, cv, q, cn, cc = inst
+    a = eng.query(q, cn, cc, opts.replace(ppr="power"), detail=True)
+    b = eng.query(q, cn, cc, opts.replace(ppr="factored"), detail=True)
+    assert a.stats[2] == b.stats[2]
+    np.testing.assert_allclose(a.cq_pi, b.cq_pi, atol=1e-13, rtol=0)
+    # same ranking up to exact ties, which rounding may break either way
+    pi_a = dict(zip(a.cq.tolist(), a.cq_pi.tolist()))
+    np.testing.assert_allclose([pi_a[c] for c in b.chunk_ids.tolist()], a.scores, atol=1e-13, rtol=0)
+    with pytest.raises(ValueError, match="inverse_size"):
+        opts.replace(graph_weight="uniform", ppr="factored")
 
 
 @settings(max_examples=50, deadline=None)

@@ -1,0 +1,95 @@
+"""Twin of the factored-form PPR (kernels/ppr_factored.py): the power iteration on the
+explicit weighted adjacency W = sum_l gw[l] (1_l 1_l^T - diag), sweep for sweep, with the
+same error bound and certified top-k as ``ppr_power_topk`` (STITCH-RAG §3.3)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hyperrag_fast.kernels.chunk_graph import dedup_arcs
+from hyperrag_fast.kernels.ppr import ppr_power_topk
+from hyperrag_fast.kernels.ppr_factored import ppr_factored_topk
+
+from twins import power_topk_bound, ppr_exact, ppr_power_twin, transition
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def factored(draw):
+    """Random chunk-group incidences (singleton groups, chunks in no group, duplicated
+    groups), group weights 1 / (corpus chunks) >= 1 / size, sparse or dense priors."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.integers(1, 50))
+    ng = draw(st.integers(0, 25))
+    groups = [np.sort(rng.choice(m, size=rng.integers(1, min(m, 9) + 1), replace=False)) for _ in range(ng)]
+    gn = np.array([len(g) + rng.integers(0, 4) for g in groups], dtype=np.int64)
+    gptr = np.zeros(ng + 1, dtype=np.int64)
+    gptr[1:] = np.cumsum([len(g) for g in groups])
+    members = np.concatenate(groups).astype(np.int32) if ng else np.empty(0, np.int32)
+    of = [[] for _ in range(m)]
+    for g in rng.permutation(ng):  # a chunk's groups in any order
+        for c in groups[g]:
+            of[c].append(g)
+    cg_ptr = np.zeros(m + 1, dtype=np.int64)
+    cg_ptr[1:] = np.cumsum([len(x) for x in of])
+    cg = np.array([g for x in of for g in x], dtype=np.int32)
+    nnz = draw(st.sampled_from([1, 2, 5, m]))
+    p = np.zeros(m)
+    p[rng.choice(m, size=min(nnz, m), replace=False)] = rng.random(min(nnz, m)) + 1e-3
+    if draw(st.booleans()):  # coarse values: exact ties and near-ties in pi
+        p = np.round(p * 4) / 4 + 1e-3 * (p > 0)
+    p /= p.sum()
+    d = draw(st.sampled_from([0.0, 0.2, 0.5, 0.85, 0.95]))
+    return (cg_ptr, cg, gptr, members, gn), groups, p, d
+
+
+def _dense_W(m, groups, gw):
+    W = np.zeros((m, m))
+    for g, w in zip(groups, gw):
+        W[np.ix_(g, g)] += w
+    np.fill_diagonal(W, 0.0)
+    return W
+
+
+@SETTINGS
+@given(factored(), st.integers(0, 10), st.sampled_from([1e-6, 1e-9]))
+def test_factored_is_the_power_iteration_on_the_explicit_graph(case, k, tol):
+    (cg_ptr, cg, gptr, members, gn), groups, p, d = case
+    gw = 1.0 / gn
+    x, its, bound, certified = ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, 10_000, k)
+    P = transition(_dense_W(p.shape[0], groups, gw))
+    y, _ = ppr_power_twin(P, p, d, 0.0, its)
+    np.testing.assert_allclose(x, y, atol=1e-13, rtol=0)
+    prev, _ = ppr_power_twin(P, p, d, 0.0, its - 1)
+    assert abs(bound - power_topk_bound(y, prev, p, d)) <= 1e-12
+    exact = ppr_exact(P, p, d)
+    assert np.all(np.abs(exact - x) <= bound + 1e-13), "error over the stated bound"
+    if certified:
+        order_x = sorted(range(len(p)), key=lambda i: (-x[i], i))[:k]
+        order_pi = sorted(range(len(p)), key=lambda i: (-exact[i], i))[:k]
+        assert k > 0 and order_x == order_pi
+    else:
+        assert np.max(np.abs(x - prev)) < tol or its == 10_000
+
+
+@SETTINGS
+@given(factored(), st.integers(1, 10))
+def test_factored_matches_the_csr_solver_on_the_deduplicated_graph(case, k):
+    (cg_ptr, cg, gptr, members, gn), groups, p, d = case
+    ptr, nbr, w, wsum = dedup_arcs(cg_ptr, cg, gptr, members, gn, 1)
+    np.testing.assert_allclose(transition(_dense_W(p.shape[0], groups, 1.0 / gn)),
+                               transition(_csr_dense(ptr, nbr, w)), atol=1e-15)
+    a = ppr_factored_topk(cg_ptr, cg, gptr, members, 1.0 / gn, p, d, 1e-6, 10_000, k)
+    b = ppr_power_topk(ptr, nbr, w, wsum, p, d, 1e-6, 10_000, k)
+    assert a[1] == b[1] and a[3] == b[3]
+    np.testing.assert_allclose(a[0], b[0], atol=1e-14, rtol=0)
+
+
+def _csr_dense(ptr, nbr, w):
+    m = ptr.shape[0] - 1
+    W = np.zeros((m, m))
+    for i in range(m):
+        W[i, nbr[ptr[i]:ptr[i + 1]]] = w[ptr[i]:ptr[i + 1]]
+    return W
