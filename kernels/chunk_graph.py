@@ -37,11 +37,11 @@ def chunk_groups(ix, sc, cq, max_group):
         # then each group's entries AHEAD chunks early (a hint only)
         if i + 2 * AHEAD < m:
             c2 = cq[i + 2 * AHEAD]
-            for j in range(chunk_ptr[c2], chunk_ptr[c2 + 1]):
+            for j in range(np.uint64(chunk_ptr[c2]), np.uint64(chunk_ptr[c2 + 1])):
                 prefetch_at(node_group, chunk_nodes[j])
         if 0 <= i + AHEAD < m:
             c1 = cq[i + AHEAD]
-            for j in range(chunk_ptr[c1], chunk_ptr[c1 + 1]):
+            for j in range(np.uint64(chunk_ptr[c1]), np.uint64(chunk_ptr[c1 + 1])):
                 g1 = node_group[chunk_nodes[j]]
                 prefetch_at(group_chunks, g1)
                 prefetch_at(glast, g1)
@@ -49,7 +49,7 @@ def chunk_groups(ix, sc, cq, max_group):
         if i < 0:
             continue
         c = cq[i]
-        for j in range(chunk_ptr[c], chunk_ptr[c + 1]):
+        for j in range(np.uint64(chunk_ptr[c]), np.uint64(chunk_ptr[c + 1])):
             g = node_group[chunk_nodes[j]]
             if group_chunks[g] > max_group or glast[g] == i:
                 continue
@@ -71,7 +71,7 @@ def chunk_groups(ix, sc, cq, max_group):
         glast[g] = t  # now the local id
     members = np.empty(gptr[ng], dtype=np.int32)
     for i in range(m):
-        for s in range(cg_ptr[i], cg_ptr[i + 1]):
+        for s in range(np.uint64(cg_ptr[i]), np.uint64(cg_ptr[i + 1])):
             g = cg[s]
             members[gcnt[g]] = i
             gcnt[g] += 1
@@ -102,7 +102,7 @@ def dedup_arcs(cg_ptr, cg, gptr, members, gn, weight_kind):
     m = cg_ptr.shape[0] - 1
     bound = 0
     for i in range(m):
-        for s in range(cg_ptr[i], cg_ptr[i + 1]):
+        for s in range(np.uint64(cg_ptr[i]), np.uint64(cg_ptr[i + 1])):
             bound += gptr[cg[s] + 1] - gptr[cg[s]] - 1
     ptr = np.zeros(m + 1, dtype=np.int64)
     nbr = np.empty(bound, dtype=np.int32)
@@ -112,10 +112,10 @@ def dedup_arcs(cg_ptr, cg, gptr, members, gn, weight_kind):
     pos = np.empty(m, dtype=np.int64)
     k = 0
     for i in range(m):
-        for s in range(cg_ptr[i], cg_ptr[i + 1]):
+        for s in range(np.uint64(cg_ptr[i]), np.uint64(cg_ptr[i + 1])):
             g = cg[s]
             wg = 1.0 if weight_kind == 0 else 1.0 / gn[g]
-            for t in range(gptr[g], gptr[g + 1]):
+            for t in range(np.uint64(gptr[g]), np.uint64(gptr[g + 1])):
                 jj = members[t]
                 if jj == i:
                     continue

@@ -25,7 +25,7 @@ def factored_wsum(gptr, members, gw, m):
     for g in range(gptr.shape[0] - 1):
         v = gw[g] * (gptr[g + 1] - gptr[g] - 1)
         if v != 0.0:
-            for u in range(gptr[g], gptr[g + 1]):
+            for u in range(np.uint64(gptr[g]), np.uint64(gptr[g + 1])):
                 wsum[np.uint32(members[u])] += v
     return wsum
 
@@ -79,7 +79,7 @@ def ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, max_iter, k):
                 y[i] = yi
                 if yi == 0.0:
                     continue
-                for s in range(cg_ptr[i], cg_ptr[i + 1]):
+                for s in range(np.uint64(cg_ptr[i]), np.uint64(cg_ptr[i + 1])):
                     g = cg[s]
                     if not gin[g]:
                         gin[g] = True
@@ -91,7 +91,7 @@ def ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, max_iter, k):
                 if gptr[g + 1] - gptr[g] > 1:
                     a = T[g]
                     wg = gw[g]
-                    for u in range(gptr[g], gptr[g + 1]):
+                    for u in range(np.uint64(gptr[g]), np.uint64(gptr[g + 1])):
                         j = np.uint32(members[u])
                         if not ins[j]:
                             ins[j] = True
@@ -112,10 +112,10 @@ def ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, max_iter, k):
                 if s1 - s0 < 2:
                     continue
                 a = 0.0
-                for u in range(s0, s1):
+                for u in range(np.uint64(s0), np.uint64(s1)):
                     a += y[np.uint32(members[u])]
                 wg = gw[g]
-                for u in range(s0, s1):
+                for u in range(np.uint64(s0), np.uint64(s1)):
                     j = np.uint32(members[u])
                     new[j] += wg * (a - y[j])
             nv = m

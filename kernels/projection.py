@@ -27,7 +27,7 @@ def query_chunk_set(ix, sc, cand_chunks, div):
     for i in range(cnt[0]):
         v = touched[i]
         if (A[v] + sp[v] + tm[v]) / div > 0.0:  # a(v), stibp.aggregate
-            for j in range(nc_ptr[v], nc_ptr[v + 1]):
+            for j in range(np.uint64(nc_ptr[v]), np.uint64(nc_ptr[v + 1])):
                 c = nc_chunks[j]
                 if local[c] == -1:
                     local[c] = 0
@@ -52,7 +52,7 @@ def project_scores(ix, sc, div):
         a = (A[v] + sp[v] + tm[v]) / div  # a(v), stibp.aggregate
         if a > 0.0:
             w = group_weight[node_group[v]]
-            for j in range(nc_ptr[v], nc_ptr[v + 1]):
+            for j in range(np.uint64(nc_ptr[v]), np.uint64(nc_ptr[v + 1])):
                 score[local[nc_chunks[j]]] += a * w
     return score
 

@@ -95,7 +95,7 @@ def activate(ix, sc, q, cand_nodes, seed_nodes, seed_values, delta):
 @jit
 def prefetch_edges(v, node_ptr, node_edges, edge_vec, ecache):
     """Prefetch the vectors of v's hyperedges whose S(e) is not cached yet."""
-    for j in range(node_ptr[v], node_ptr[v + 1]):
+    for j in range(np.uint64(node_ptr[v]), np.uint64(node_ptr[v + 1])):
         e = node_edges[j]
         if ecache[e] != ecache[e]:
             prefetch_row(edge_vec, e)
@@ -115,7 +115,7 @@ def spatial(ix, sc, q, n_active):
         if i < 0:
             continue
         u = touched[i]
-        for j in range(node_ptr[u], node_ptr[u + 1]):
+        for j in range(np.uint64(node_ptr[u]), np.uint64(node_ptr[u + 1])):
             e = node_edges[j]
             s = ecache[e]  # S(e), cached per query (module docstring)
             if s != s:
@@ -126,7 +126,7 @@ def spatial(ix, sc, q, n_active):
             val = A[u] * s
             if val <= 0.0:
                 continue
-            for k in range(edge_ptr[e], edge_ptr[e + 1]):
+            for k in range(np.uint64(edge_ptr[e]), np.uint64(edge_ptr[e + 1])):
                 v = edge_nodes[k]
                 if v != u:
                     if flag[v] == 0:  # touch(v)
@@ -194,7 +194,7 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
         while j < m and node_group[src[j]] == gid:
             j += 1
         alpha = group_alpha[gid]
-        for k in range(group_ptr[gid], group_ptr[gid + 1]):
+        for k in range(np.uint64(group_ptr[gid]), np.uint64(group_ptr[gid + 1])):
             v = group_nodes[k]
             tv = np.float64(node_chunk[v])
             best = 0.0
@@ -228,7 +228,7 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
             v = pend[t1]
             if g[v] != g[v]:
                 prefetch_at(ccache, node_chunk[v])
-                for jj in range(node_ptr[v], node_ptr[v + 1]):
+                for jj in range(np.uint64(node_ptr[v]), np.uint64(node_ptr[v + 1])):
                     prefetch_at(ecache, node_edges[jj])
         t0 = t + AHEAD
         if 0 <= t0 < n_p:
@@ -244,7 +244,7 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
         x = g[v]  # g_v = S(e_v) sim(q, c_v), cached per query in g
         if x != x:
             best = -np.inf
-            for jj in range(node_ptr[v], node_ptr[v + 1]):
+            for jj in range(np.uint64(node_ptr[v]), np.uint64(node_ptr[v + 1])):
                 e = node_edges[jj]
                 s = ecache[e]
                 if s != s:
