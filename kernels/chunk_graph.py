@@ -50,7 +50,7 @@ def chunk_groups(ix, sc, cq, max_group):
             continue
         c = cq[i]
         for j in range(np.uint64(chunk_ptr[c]), np.uint64(chunk_ptr[c + 1])):
-            g = node_group[chunk_nodes[j]]
+            g = np.uint32(node_group[np.uint32(chunk_nodes[j])])
             if group_chunks[g] > max_group or glast[g] == i:
                 continue
             if glast[g] == -1:
@@ -72,7 +72,7 @@ def chunk_groups(ix, sc, cq, max_group):
     members = np.empty(gptr[ng], dtype=np.int32)
     for i in range(m):
         for s in range(np.uint64(cg_ptr[i]), np.uint64(cg_ptr[i + 1])):
-            g = cg[s]
+            g = np.uint32(cg[s])
             members[gcnt[g]] = i
             gcnt[g] += 1
             cg[s] = glast[g]
