@@ -71,6 +71,24 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def timeit_batched(fn, repeats: int = 5, min_batch_s: float = 0.005):
+    """(median seconds per call, per-call seconds of each repeat, batch size, last result):
+    each repeat times a batch of calls lasting >= ``min_batch_s`` (sized from a warm-up
+    call, as ``timeit.Timer.autorange`` does), so sub-millisecond calls are not at the
+    mercy of one interrupt or timer tick. Calls of ``min_batch_s`` or more run one per repeat."""
+    t = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t
+    n = max(1, int(np.ceil(min_batch_s / max(first, 1e-7))))
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(n):
+            out = fn()
+        ts.append((time.perf_counter() - t) / n)
+    return float(np.median(ts)), ts, n, out
+
+
 def timeit(fn, repeats: int = 5, warmup: int = 1):
     """(median seconds, all seconds, last result) of ``fn()``."""
     out = None

@@ -13,7 +13,10 @@ keeps its mass (self-loop; the same self-loop and the same arc weights are given
 every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised
 (0: every chunk, as in the query path, where every chunk of C_q has a prior > 0).
 Dampings ``--dampings`` (default 0.85 = paper, 0.2 = the tuned default). Solvers, each
-timed as the median of ``--repeats`` runs after one warm-up:
+timed as the median over ``--repeats`` repeats of the time per call, a repeat being a batch
+of calls that lasts >= 5 ms (one call for solves that take longer; ``calls_per_repeat``),
+after a warm-up; ``single_call_ms`` is the median of ``--repeats`` single calls (noisier
+below ~0.1 ms):
 
 * ours_power_topk — kernels.ppr.ppr_power_topk(..., tol, max_iter, k=top_k): what the query
   path runs for ppr="power" (sparse sweeps while the iterate's support is small, certified
@@ -135,9 +138,12 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     res = {}
 
     def rec(name, fn, reps=rep, extra=None):
-        med, ts, r = C.timeit(fn, repeats=reps, warmup=1)
+        single, ts1, _ = C.timeit(fn, repeats=reps, warmup=1)
+        med, ts, batch, r = C.timeit_batched(fn, repeats=reps)
         x = r[0] if isinstance(r, tuple) else r
-        e = {"solve_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts], "top8": agree(x, exact),
+        e = {"solve_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts], "calls_per_repeat": batch,
+             "single_call_ms": single * 1e3, "single_call_times_ms": [t * 1e3 for t in ts1],
+             "top8": agree(x, exact),
              "top8_same_order": bool(np.array_equal(top(x), top(exact))),
              "l1_err": float(np.abs(x / x.sum() - exact).sum())}
         if extra:

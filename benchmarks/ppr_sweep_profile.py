@@ -3,8 +3,8 @@
     python benchmarks/ppr_sweep_profile.py                  # sizes 1k 10k 100k, d = preset damping
     python benchmarks/ppr_sweep_profile.py --sizes 1000 10000 100000 1000000
 
-Same graphs and prior as ``bench_ppr.py`` (chunk graph of a whole synthetic corpus, prior
-on 300 random chunks). Per size: the default solver's sweeps and time; one dense sweep of
+Same graphs, prior and timing as ``bench_ppr.py`` (chunk graph of a whole synthetic
+corpus, prior on 300 random chunks; median per-call time over batches of >= 5 ms). Per size: the default solver's sweeps and time; one dense sweep of
 ours (``ppr_power`` with tol 0, time / sweeps) against one SciPy CSR mat-vec ``P @ x``
 (ns per arc each); the certificate trace (after each sweep: the stated bound b and the
 smallest gap among the 9 largest entries; the top-8 order is certified once every gap
@@ -31,6 +31,12 @@ except ImportError:
     from bench_ppr import make_prior, transition
 
 
+def _t(fn, repeats):
+    """(median seconds per call, per-call seconds, last result), batches of >= 5 ms."""
+    med, ts, _n, out = C.timeit_batched(fn, repeats)
+    return med, ts, out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -51,12 +57,12 @@ def main():
         m, arcs = wsum.shape[0], int(nbr.shape[0])
         p = make_prior(m, a.prior_nnz, a.seed + 7)
         rep = a.repeats if m <= 100_000 else 3
-        t_ours, _, r = C.timeit(lambda: ppr_power_topk(ptr, nbr, w, wsum, p, D, tol, st.max_iter, k), rep)
+        t_ours, _, r = _t(lambda: ppr_power_topk(ptr, nbr, w, wsum, p, D, tol, st.max_iter, k), rep)
         sweeps = int(r[1])
         xd = np.full(m, 1.0 / m)  # a dense iterate: every sweep visits every arc
-        t_dense, _, _ = C.timeit(lambda: ppr_power(ptr, nbr, w, wsum, xd, D, 0.0, 5), rep)
+        t_dense, _, _ = _t(lambda: ppr_power(ptr, nbr, w, wsum, xd, D, 0.0, 5), rep)
         P = transition(ptr, nbr, w, wsum)
-        t_spmv, _, _ = C.timeit(lambda: P @ xd, rep)
+        t_spmv, _, _ = _t(lambda: P @ xd, rep)
         trace = []
         for s in range(1, sweeps + 1):
             x, _, b, _ = ppr_power_topk(ptr, nbr, w, wsum, p, D, 0.0, s, 0)
@@ -67,10 +73,10 @@ def main():
         dst = np.concatenate([nbr.astype(np.int64), np.flatnonzero(wsum == 0)])
         G = ig.Graph(n=m, edges=np.column_stack([src, dst]), directed=True)
         G.es["weight"] = np.concatenate([w, np.ones(int((wsum == 0).sum()))])
-        t_pr, _, _ = C.timeit(lambda: G.personalized_pagerank(directed=True, damping=D, reset=p, weights="weight",
+        t_pr, _, _ = _t(lambda: G.personalized_pagerank(directed=True, damping=D, reset=p, weights="weight",
                                                               implementation="prpack"), rep)
         cg_ptr, cg, gptr, members, gn = fac
-        t_fac, _, _ = C.timeit(lambda: ppr_factored_topk(cg_ptr, cg, gptr, members, 1.0 / gn, p, D, tol,
+        t_fac, _, _ = _t(lambda: ppr_factored_topk(cg_ptr, cg, gptr, members, 1.0 / gn, p, D, tol,
                                                          st.max_iter, k), rep)
         row = {"n_nodes": m, "arcs": arcs, "incidences": int(cg.shape[0]), "sweeps": sweeps,
                "ours_ms": t_ours * 1e3, "prpack_ms": t_pr * 1e3, "speedup": t_pr / t_ours,

@@ -2,7 +2,8 @@
 
     python benchmarks/speed_report.py
 
-Reads results/{ppr,ppr_dense_prior,scale,build,threads,bandwidth,profile,profile_2wiki}.json
+Reads results/{ppr,ppr_dense_prior,ppr_sweep_profile,scale,build,threads,threads_blas1,bandwidth,
+profile,profile_2wiki,factored_2wiki,factored_1e6}.json
 (whichever exist; each from one run of its script, see benchmarks/README.md) and,
 when present, results/2wiki.json — written by whoever runs the real 2WikiMultiHopQA index,
 shape: {"graph_stage_ms": {"p50": .., "p99": ..}, "candidate_ms": {"p50": ..},
@@ -101,6 +102,19 @@ def main():
                 "top8_agreement_min": sd["top8_agreement_min"], "solver": sd["default_solver"],
                 "note": "same graphs, prior > 0 on every chunk (as the query path's prior over C_q)"}
             out["sources"]["ppr_dense_prior"] = dense["command"]
+        sweep = load("ppr_sweep_profile.json")
+        if sweep:
+            out["ppr"]["sweep_profile"] = {
+                n: {k: r[k] for k in ("n_nodes", "arcs", "sweeps", "ours_ms", "prpack_ms", "speedup",
+                                      "speedup_with_one_sweep_fewer", "dense_sweep_ns_per_arc",
+                                      "scipy_spmv_ns_per_arc", "factored_speedup")}
+                | {"gap_over_2b_by_sweep": [t["gap_over_2b"] for t in r["certificate_trace"]]}
+                for n, r in sweep["sizes"].items()}
+            out["ppr"]["sweep_profile_note"] = (
+                "where the PPR time goes: sweeps needed by the top-8 certificate (it certifies once every "
+                "gap among the 9 largest entries exceeds twice the error bound: gap_over_2b > 1) x the cost of "
+                "a sweep (ns per arc, against one SciPy CSR mat-vec on the same graph)")
+            out["sources"]["ppr_sweep_profile"] = sweep["command"]
     else:
         notes["ppr"] = "results/ppr.json missing: run benchmarks/bench_ppr.py"
     if scale:
@@ -144,8 +158,14 @@ def main():
         out["threads_variant"] = thr["variant"]
         out["threads_source"] = thr.get("source")
         out["threads_options"] = thr.get("options")
+        out["threads_qps"] = {"1": thr.get("qps_1"), "2": thr.get("qps_2")}
+        if "executor_map_2_over_1" in thr:
+            out["threads_2_over_1_executor_map"] = thr["executor_map_2_over_1"]
         if "full_method" in thr:
             out["threads_2_over_1_full_method"] = thr["full_method"]["threads_2_over_1"]
+            if "executor_map_2_over_1" in thr["full_method"]:
+                out["threads_2_over_1_full_method_executor_map"] = thr["full_method"]["executor_map_2_over_1"]
+            out["threads_identical_to_serial_full_method"] = thr["full_method"]["identical_to_serial"]
         out["sources"]["threads"] = thr["command"]
     thr1 = load("threads_blas1.json")  # the same run with BLAS / OpenMP pools at 1 thread
     if thr1:
@@ -175,6 +195,19 @@ def main():
         out["profile_2wiki_stage_ms_p50"] = v["stage_ms_p50"]
         out["profile_2wiki_stage_share_of_mean"] = v["stage_share_of_mean"]
         out["sources"]["profile_2wiki"] = prof_w["command"]
+    fac = {k: load(f"factored_{k}.json") for k in ("2wiki", "1e6")}
+    for k, f in fac.items():
+        if f:
+            out.setdefault("factored_ppr", {})[k] = {
+                cap: {form: {x: r[form].get(x) for x in ("n", "p50_ms", "p99_ms", "graph_size_p50", "graph_size_max")}
+                      for form in ("power", "factored")}
+                | {x: r[x] for x in ("skipped_arc_form_over_max_arcs", "compared", "same_topk_up_to_ties")}
+                for cap, r in f["by_cap"].items()}
+            out["sources"][f"factored_{k}"] = f["command"]
+    if "factored_ppr" in out:
+        out["factored_ppr_note"] = ("item 7: engine latency with ppr='power' (deduplicated arcs) vs ppr='factored' "
+                                    "(chunk-group incidences, same iteration) at the preset's group cap and with "
+                                    "no cap; graph_size = arcs resp. incidences")
     if wiki:
         out["graph_stage_ms"]["2wiki_p50"] = wiki["graph_stage_ms"]["p50"]
         out["graph_stage_ms"]["2wiki_p99"] = wiki["graph_stage_ms"]["p99"]
@@ -203,7 +236,9 @@ def main():
         "graph_stage_ms.{2wiki,1e6,1e7}_p50/p99, candidate_ms.*": "default options",
         "graph_stage_ms.*_paper_*": "paper options",
         "threads_2_over_1": "default options; engine calls of the default stitch method on the 2Wiki index "
-                            "replayed in 1 vs 2 threads (threads_2_over_1_full_method: whole method)",
+                            "replayed by 1 thread vs 2 worker threads taking the next query from a shared "
+                            "counter (threads_2_over_1_full_method: whole method; *_executor_map: the same "
+                            "queries through ThreadPoolExecutor(2).map, whose hand-off runs under the GIL)",
         "bandwidth_floor_ratio": "default options, synthetic 1e6 states",
         "ppr.push_vs_prpack_speedup": "the default options' PPR solver (ppr.solver) at the default damping on "
                                       "chunk graphs with the default graph_max_group / graph_weight",
