@@ -256,6 +256,18 @@ def main():
         "graph_stage_1e7_p50<=10ms": chk(g["1e7_p50"], lambda v: v <= 10),
         "threads_2_over_1>=1.7": chk(out["threads_2_over_1"], lambda v: v >= 1.7),
         "bandwidth_floor_ratio<=5": chk(out["bandwidth_floor_ratio"], lambda v: v <= 5)}
+    if ppr:
+        bd = out["ppr"]["by_damping"]
+        other = {d: round(v["default_vs_prpack_speedup_median"], 1) for d, v in bd.items() if d != main_d}
+        mn = bd[main_d]["default_vs_prpack_speedup_by_size"]
+        worst = min(mn, key=mn.get)
+        notes["ppr_headline_scope"] = (
+            f"the headline is the median over sizes at the default damping {main_d} with a prior on 300 chunks; "
+            f"per size it ranges {min(mn.values()):.1f}x ({worst} nodes) to {max(mn.values()):.1f}x"
+            + (f"; with a prior on every chunk (ppr.dense_prior) the median is "
+               f"{out['ppr']['dense_prior']['default_vs_prpack_speedup_median']:.1f}x" if "dense_prior" in out["ppr"] else "")
+            + (f"; at the other damping(s) {other}" if other else "")
+            + "; where the time goes: ppr.sweep_profile and benchmarks/README.md")
     if wiki and "methods" in wiki:
         notes["candidate_2wiki"] = ("candidate_ms.2wiki_* of the default stitch method include the BM25 top-k and "
                                     "the question -> seed-node lookup (presets.TUNED_HYBRID.seeds) besides the two "
