@@ -44,7 +44,9 @@ def _better(s, i, t, j):
 def topk_ordered(scores, ids, k, out_ids, out_s):
     """The k best (score, id) pairs, score descending then id ascending, written to
     ``out_ids[:k]``, ``out_s[:k]`` by partial insertion: O(n k) worst, O(n) typical.
-    ``ids`` may come in any order; scores are finite."""
+    ``ids`` may come in any order; scores are finite. k <= 0 writes nothing."""
+    if k <= 0:
+        return
     n = 0
     for i in range(scores.shape[0]):
         s = scores[i]

@@ -67,17 +67,7 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
     if m == 0:
         return x, 0, 0.0, False
     new = np.zeros(m, dtype=np.float64)
-    sup = np.empty(m, dtype=np.int64)
-    ins = np.zeros(m, dtype=np.bool_)
-    n = 0
-    psum = 0.0
-    for i in range(m):
-        psum += p[i]
-        if p[i] != 0.0:
-            sup[n] = i
-            ins[i] = True
-            n += 1
-    c = d / (1.0 - d)
+    sup, ins, n, psum = support_of(p)
     it = 0
     bound = np.inf
     certified = False
@@ -143,13 +133,38 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
                 if v > xmax:
                     xmax = v
         x, new = new, x
-        bound = 0.5 * (c * l1 + abs(xsum - psum)) + 1e-12
-        if k > 0 and 2.0 * bound * min(k, m - 1) < xmax and _top_order_certified(x, 2.0 * bound, k):
-            certified = True
-            break
-        if diff < tol:
+        bound, certified = certify(x, l1, xsum, psum, xmax, d, k)
+        if certified or diff < tol:
             break
     return x, it, bound, certified
+
+
+@jit
+def support_of(p):
+    """(sup, ins, n, psum): the nonzero entries of p listed in ``sup[:n]`` (room for all m)
+    and flagged in ``ins``, and sum(p)."""
+    m = p.shape[0]
+    sup = np.empty(m, dtype=np.int64)
+    ins = np.zeros(m, dtype=np.bool_)
+    n = 0
+    psum = 0.0
+    for i in range(m):
+        psum += p[i]
+        if p[i] != 0.0:
+            sup[n] = i
+            ins[i] = True
+            n += 1
+    return sup, ins, n, psum
+
+
+@jit
+def certify(x, l1, xsum, psum, xmax, d, k):
+    """(b, certified) after the sweep that produced x (see ``ppr_power_topk``): the entrywise
+    bound b = (d / (1 - d) ||x_t - x_{t-1}||_1 + |sum x_t - sum p|) / 2 + 1e-12, and whether
+    the k + 1 largest entries are more than 2b apart (k > 0)."""
+    b = 0.5 * (d / (1.0 - d) * l1 + abs(xsum - psum)) + 1e-12
+    ok = k > 0 and 2.0 * b * min(k, x.shape[0] - 1) < xmax and _top_order_certified(x, 2.0 * b, k)
+    return b, ok
 
 
 @jit
@@ -257,8 +272,10 @@ def topk_desc(scores, k):
     """Indices of the k largest scores, ties broken by lower index (as a stable sort of
     -scores would; scores finite), by a partial selection: O(m k) worst case, O(m) typical."""
     m = scores.shape[0]
-    kk = min(k, m)
+    kk = max(min(k, m), 0)
     idx = np.empty(kk, dtype=np.int64)
+    if kk == 0:
+        return idx
     n = 0
     for i in range(m):
         v = scores[i]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
-from .ppr import _top_order_certified
+from .ppr import certify, support_of
 
 
 @jit
@@ -52,19 +52,9 @@ def ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, max_iter, k):
     new = np.zeros(m, dtype=np.float64)
     y = np.zeros(m, dtype=np.float64)
     T = np.zeros(ng, dtype=np.float64)
-    sup = np.empty(m, dtype=np.int64)
-    ins = np.zeros(m, dtype=np.bool_)
     gl = np.empty(ng, dtype=np.int64)
     gin = np.zeros(ng, dtype=np.bool_)
-    n = 0
-    psum = 0.0
-    for i in range(m):
-        psum += p[i]
-        if p[i] != 0.0:
-            sup[n] = i
-            ins[i] = True
-            n += 1
-    c = d / (1.0 - d)
+    sup, ins, n, psum = support_of(p)
     it = 0
     bound = np.inf
     certified = False
@@ -137,10 +127,7 @@ def ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, max_iter, k):
             if v > xmax:
                 xmax = v
         x, new = new, x
-        bound = 0.5 * (c * l1 + abs(xsum - psum)) + 1e-12
-        if k > 0 and 2.0 * bound * min(k, m - 1) < xmax and _top_order_certified(x, 2.0 * bound, k):
-            certified = True
-            break
-        if diff < tol:
+        bound, certified = certify(x, l1, xsum, psum, xmax, d, k)
+        if certified or diff < tol:
             break
     return x, it, bound, certified

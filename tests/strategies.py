@@ -79,3 +79,16 @@ def stitch_options(draw):
         graph_weight=graph_weight,
         ppr=draw(st.sampled_from(pprs)),
     )
+
+
+def ppr_prior_and_damping(draw, rng, m):
+    """A PPR prior over m nodes (1, 2, 5 or m nonzeros; sometimes coarse values, giving
+    exact ties and near-ties in pi), normalised, and a damping in [0, 0.95]."""
+    nnz = draw(st.sampled_from([1, 2, 5, m]))
+    p = np.zeros(m)
+    p[rng.choice(m, size=min(nnz, m), replace=False)] = rng.random(min(nnz, m)) + 1e-3
+    if draw(st.booleans()):
+        p = np.round(p * 4) / 4 + 1e-3 * (p > 0)
+    p /= p.sum()
+    return p, draw(st.sampled_from([0.0, 0.2, 0.5, 0.85, 0.95]))
+

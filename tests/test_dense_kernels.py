@@ -91,3 +91,4 @@ def test_topk_ordered_ties_go_by_id_value(values, k, seed):
     want_i, want_s = _topk_twin(s, ids, k)
     np.testing.assert_array_equal(oi, want_i)
     np.testing.assert_array_equal(os_, want_s)
+    topk_ordered(s, ids, 0, oi[:0], os_[:0])  # k = 0: nothing written, nothing read out of bounds

@@ -160,3 +160,25 @@ def ranked(pi, cq, k):
     """Top-k chunk ids by pi, ties by chunk id."""
     order = sorted(range(len(cq)), key=lambda i: (-pi[i], cq[i]))[:k]
     return np.array([cq[i] for i in order], dtype=np.int64)
+
+
+def check_power_topk(out, P, p, d, tol, k, max_iter=10_000):
+    """Assert that ``out`` = (x, sweeps, b, certified) of a certified-top-k power iteration
+    is the twin's iterate after as many sweeps, that b is the stated bound and holds
+    against the exact solve, and that a certified stop has the exact top-k in order
+    (else the paper's rule or the sweep cap stopped it). Returns x's top-k order."""
+    x, its, bound, certified = out
+    y, _ = ppr_power_twin(P, p, d, 0.0, its)
+    np.testing.assert_allclose(x, y, atol=1e-13, rtol=0)
+    prev, _ = ppr_power_twin(P, p, d, 0.0, its - 1)
+    assert abs(bound - power_topk_bound(y, prev, p, d)) <= 1e-12
+    exact = ppr_exact(P, p, d)
+    assert np.all(np.abs(exact - x) <= bound + 1e-13), "error over the stated bound"
+    order_x = sorted(range(len(p)), key=lambda i: (-x[i], i))[:k]
+    if certified:
+        assert k > 0
+        assert order_x == sorted(range(len(p)), key=lambda i: (-exact[i], i))[:k]
+    else:
+        assert np.max(np.abs(x - prev)) < tol or its == max_iter
+    return order_x
+
