@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels.dense import all_finite, exact_topk, rescore_topk
+from .kernels.dense import all_finite, exact_topk, expand_rescore_topk
 
 #: default size below which exact search is used (see the module docstring).
 EXACT_THRESHOLD = 10_000
@@ -152,13 +152,11 @@ class VectorIndex:
         ids = np.empty((Q.shape[0], k), np.int64)
         sims = np.empty((Q.shape[0], k), np.float32)
         for i in range(Q.shape[0]):
-            hit = np.unique(keys[i][(keys[i] >= 0) & (keys[i] < n_distinct)])
-            if hit.shape[0] < kd:  # HNSW returned fewer than k hits: answer this row exactly
+            if expand_rescore_topk(keys[i], n_distinct, kd, self._dup_ptr, self._dup_ids, self.vectors,
+                                   Q[i], k, ids[i], sims[i]) < kd:
+                # HNSW returned fewer than k distinct hits: answer this row exactly
                 e_ids, e_s = self._exact(Q[i:i + 1], k)
                 ids[i], sims[i] = e_ids[0], e_s[0]
-                continue
-            row = np.concatenate([self._dup_ids[self._dup_ptr[u]:self._dup_ptr[u + 1]] for u in hit])
-            rescore_topk(self.vectors, row, Q[i], k, ids[i], sims[i])
         return ids, sims
 
     # --------------------------------------------------------------- persistence

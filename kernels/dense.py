@@ -86,6 +86,42 @@ def rescore_topk(V, rows, q, k, out_ids, out_s):
 
 
 @jit
+def expand_rescore_topk(keys, n_distinct, kd, dup_ptr, dup_ids, V, q, k, out_ids, out_s):
+    """Approximate-search hits over distinct rows -> exact top-k over the original rows:
+    the distinct ids in ``keys`` within [0, n_distinct) (duplicates and misses dropped),
+    each expanded to every row equal to it (``dup_ids[dup_ptr[u]:dup_ptr[u + 1]]``), rescored
+    and ordered as ``topk_ordered``. Returns the number of distinct hits; when it is under
+    ``kd`` nothing is written (the caller falls back to exact search)."""
+    hit = np.empty(keys.shape[0], dtype=np.int64)
+    nh = 0
+    n_rows = 0
+    for i in range(keys.shape[0]):
+        u = keys[i]
+        if u < 0 or u >= n_distinct:
+            continue
+        dup = False
+        for j in range(nh):
+            if hit[j] == u:
+                dup = True
+                break
+        if not dup:
+            hit[nh] = u
+            nh += 1
+            n_rows += dup_ptr[u + 1] - dup_ptr[u]
+    if nh < kd:
+        return nh
+    rows = np.empty(n_rows, dtype=np.int64)
+    r = 0
+    for j in range(nh):
+        u = hit[j]
+        for t in range(dup_ptr[u], dup_ptr[u + 1]):
+            rows[r] = dup_ids[t]
+            r += 1
+    rescore_topk(V, rows, q, k, out_ids, out_s)
+    return nh
+
+
+@jit
 def all_finite(Q):
     """True when the 2-d array Q holds no NaN or inf."""
     for i in range(Q.shape[0]):

@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.kernels.dense import dot_gather, dot_rows, exact_topk, rescore_topk, topk_ordered
+from hyperrag_fast.kernels.dense import (dot_gather, dot_rows, exact_topk, expand_rescore_topk, rescore_topk,
+                                          topk_ordered)
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
@@ -92,3 +93,29 @@ def test_topk_ordered_ties_go_by_id_value(values, k, seed):
     np.testing.assert_array_equal(oi, want_i)
     np.testing.assert_array_equal(os_, want_s)
     topk_ordered(s, ids, 0, oi[:0], os_[:0])  # k = 0: nothing written, nothing read out of bounds
+
+
+@SETTINGS
+@given(matrices(), st.integers(0, 2**32 - 1))
+def test_expand_rescore_topk_is_the_exact_order_of_the_hits_rows(case, seed):
+    from hyperrag_fast.ann import _distinct_rows
+    V, Q, _, _ = case
+    rng = np.random.default_rng(seed)
+    rep, ptr, ids = _distinct_rows(V)
+    nd = rep.shape[0]
+    keys = rng.integers(-1, nd + 2, rng.integers(1, 12))  # misses (-1, >= nd) and repeats
+    valid = np.unique(keys[(keys >= 0) & (keys < nd)])
+    kd = int(rng.integers(1, 6))
+    rows = np.concatenate([ids[ptr[u]:ptr[u + 1]] for u in valid]) if valid.size else np.empty(0, np.int64)
+    k = int(min(rng.integers(1, 10), rows.shape[0])) if rows.size else 1
+    oi, os_ = np.full(k, -7, np.int64), np.zeros(k, np.float32)
+    nh = expand_rescore_topk(keys, nd, kd, ptr, ids, V, Q[0], k, oi, os_)
+    assert nh == valid.size
+    if nh < kd:
+        assert np.all(oi == -7)  # nothing written: the caller answers exactly
+        return
+    s = np.empty(rows.shape[0], np.float32)
+    dot_gather(V, rows, Q[0], s)
+    want_i, want_s = _topk_twin(s, rows, k)
+    np.testing.assert_array_equal(oi, want_i)
+    np.testing.assert_array_equal(os_, want_s)
