@@ -1,0 +1,21 @@
+"""The kernel twin tests once more with Numba's bounds checking on (NUMBA_BOUNDSCHECK=1), in
+a subprocess that compiles afresh (``kernels._config`` caches nothing then): an index out of
+bounds in a kernel raises IndexError there, where an unchecked run reads or writes memory
+it does not own (``topk_desc(x, 0)`` did, before it was fixed)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FILES = ("test_dense_kernels.py", "test_ppr_topk.py", "test_ppr_factored.py", "test_kernels_twins.py")
+
+
+def test_kernel_twins_pass_with_bounds_checking():
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        *(str(here / f) for f in FILES)],
+                       env=env, capture_output=True, text=True, cwd=here.parent, timeout=1200)
+    assert r.returncode == 0, (r.stdout[-4000:], r.stderr[-4000:])
