@@ -52,7 +52,22 @@ def machine() -> dict:
         out["usearch"] = usearch.__version__
     except ImportError:
         pass
+    out["git"] = git_state()
     return out
+
+
+def git_state() -> dict | None:
+    """The checkout's commit and whether tracked files differ from it (None outside git)."""
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip() != ""
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": commit, "dirty": dirty}
 
 
 #: environment variables that change what a benchmark measures (BLAS / OpenMP thread pools)
