@@ -17,7 +17,7 @@ Options read at run time: ``default`` = ``QueryOptions().stitch`` (tuned preset)
 ``--variant paper``. With ``--index``: the engine arguments of every 2Wiki question are
 recorded from the default ``stitch`` method (candidates, BM25 bonus, question-entity
 seeds: exactly what ``run_stitch`` passes to ``StitchEngine.query``), then replayed;
-``--full-method`` also times the whole method (ANN + BM25 + NER + engine) in 1 vs 2 threads.
+``--full-method`` also times the whole method (ANN + BM25 + question seeds + engine) in 1 vs 2 threads.
 """
 from __future__ import annotations
 
