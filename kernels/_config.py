@@ -28,4 +28,7 @@ DOT_OPTIONS = dict(OPTIONS, fastmath={"reassoc"})
 
 jit = numba.njit(**OPTIONS)
 dot_jit = numba.njit(**DOT_OPTIONS)
+#: small helpers called per element from hot loops: inlined in Numba IR, so the arrays they
+#: take cost no reference counting per call
+inline_jit = numba.njit(**OPTIONS, inline="always")
 pjit = numba.njit(**PARALLEL_OPTIONS)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import dot_jit, jit
+from ._config import dot_jit, inline_jit, jit
 
 
 @dot_jit
-def dot_rows(V, q, out):
-    """out[i] = <V[i], q> in float32 (sums reassociated, see ``_config.DOT_OPTIONS``)."""
-    n, d = V.shape
-    for i in range(n):
+def dot_range(V, b, e, q, out):
+    """out[i - b] = <V[i], q> for b <= i < e, in float32 (sums reassociated, see
+    ``_config.DOT_OPTIONS``)."""
+    d = V.shape[1]
+    for i in range(b, e):
         s = np.float32(0.0)
         for j in range(d):
             s += V[i, j] * q[j]
-        out[i] = s
+        out[i - b] = s
 
 
 @dot_jit
@@ -36,8 +37,34 @@ def dot_gather(V, rows, q, out):
 
 
 @jit
+def dot_rows(V, q, out):
+    """out[i] = <V[i], q> for every row."""
+    dot_range(V, 0, V.shape[0], q, out)
+
+
+@inline_jit
 def _better(s, i, t, j):
     return s > t or (s == t and i < j)
+
+
+@inline_jit
+def offer(s, r, n, k, out_ids, out_s):
+    """Offer (score s, id r) to the ordered top-k held in ``out_ids[:n]``, ``out_s[:n]``
+    (score descending, then id ascending; 0 < k); returns the new n (<= k)."""
+    if n == k:
+        if not _better(s, r, out_s[k - 1], out_ids[k - 1]):
+            return n
+        j = k - 1
+    else:
+        j = n
+        n += 1
+    while j > 0 and _better(s, r, out_s[j - 1], out_ids[j - 1]):
+        out_s[j] = out_s[j - 1]
+        out_ids[j] = out_ids[j - 1]
+        j -= 1
+    out_s[j] = s
+    out_ids[j] = r
+    return n
 
 
 @jit
@@ -51,35 +78,36 @@ def topk_ordered(scores, ids, k, out_ids, out_s):
     for i in range(scores.shape[0]):
         s = scores[i]
         r = ids[i]
-        if n == k:
-            if not _better(s, r, out_s[k - 1], out_ids[k - 1]):
-                continue
-            j = k - 1
-        else:
-            j = n
-            n += 1
-        while j > 0 and _better(s, r, out_s[j - 1], out_ids[j - 1]):
-            out_s[j] = out_s[j - 1]
-            out_ids[j] = out_ids[j - 1]
-            j -= 1
-        out_s[j] = s
-        out_ids[j] = r
+        if n < k or _better(s, r, out_s[k - 1], out_ids[k - 1]):  # most entries stop here
+            n = offer(s, r, n, k, out_ids, out_s)
+
+
+#: rows scored per block by ``exact_topk`` before they enter the selection
+BLOCK = 512
 
 
 @jit
 def exact_topk(V, Q, k, out_ids, out_s):
-    """Top-k rows of V for every query row of Q (k <= n): out_ids, out_s of shape (m, k)."""
-    n = V.shape[0]
-    buf = np.empty(n, dtype=np.float32)
-    ids = np.arange(n)
+    """Top-k rows of V for every query row of Q (0 < k <= n): out_ids, out_s of shape (m, k).
+    Rows are scored a block at a time and offered to the selection, so the scratch is one
+    block, not the corpus."""
+    N = V.shape[0]
+    buf = np.empty(min(BLOCK, N), dtype=np.float32)
     for r in range(Q.shape[0]):
-        dot_rows(V, Q[r], buf)
-        topk_ordered(buf, ids, k, out_ids[r], out_s[r])
+        q, ids, sims = Q[r], out_ids[r], out_s[r]  # views taken once per query row
+        n = 0
+        for b in range(0, N, BLOCK):
+            e = min(b + BLOCK, N)
+            dot_range(V, b, e, q, buf)
+            for i in range(b, e):
+                s = buf[i - b]
+                if n < k or _better(s, i, sims[k - 1], ids[k - 1]):  # most rows stop here
+                    n = offer(s, i, n, k, ids, sims)
 
 
 @jit
 def rescore_topk(V, rows, q, k, out_ids, out_s):
-    """Top-k of the given rows of V for one query (k <= rows.size), exact float32 cosines."""
+    """Top-k of the given rows of V for one query (0 < k <= rows.size), exact float32 cosines."""
     buf = np.empty(rows.shape[0], dtype=np.float32)
     dot_gather(V, rows, q, buf)
     topk_ordered(buf, rows, k, out_ids, out_s)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
+from ._config import inline_jit, jit
+from .dense import offer
 
 
 @jit
@@ -94,20 +95,7 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
                         ins[j] = True
                         sup[n] = j
                         n += 1
-            diff = 0.0
-            l1 = 0.0
-            xsum = 0.0
-            xmax = 0.0
-            for t in range(n):
-                i = sup[t]
-                v = new[i]
-                dl = abs(v - x[i])
-                l1 += dl
-                if dl > diff:
-                    diff = dl
-                xsum += v
-                if v > xmax:
-                    xmax = v
+            diff, l1, xsum, xmax = sweep_stats(new, x, sup, n, False)
         else:  # dense sweep
             for i in range(m):
                 new[i] = (1.0 - d) * p[i]
@@ -119,24 +107,33 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
                     f = d * xi / wsum[i]
                     for kk in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
                         new[np.uint32(nbr[kk])] += f * w[kk]
-            diff = 0.0
-            l1 = 0.0
-            xsum = 0.0
-            xmax = 0.0
-            for i in range(m):
-                v = new[i]
-                dl = abs(v - x[i])
-                l1 += dl
-                if dl > diff:
-                    diff = dl
-                xsum += v
-                if v > xmax:
-                    xmax = v
+            diff, l1, xsum, xmax = sweep_stats(new, x, sup, m, True)
         x, new = new, x
         bound, certified = certify(x, l1, xsum, psum, xmax, d, k)
         if certified or diff < tol:
             break
     return x, it, bound, certified
+
+
+@inline_jit
+def sweep_stats(new, x, sup, n, dense):
+    """(max |new - x|, ||new - x||_1, sum new, max new) over the entries ``sup[:n]``, or
+    over the first n entries when ``dense``; summed in that order."""
+    diff = 0.0
+    l1 = 0.0
+    xsum = 0.0
+    xmax = 0.0
+    for t in range(n):
+        i = t if dense else sup[t]
+        v = new[i]
+        dl = abs(v - x[i])
+        l1 += dl
+        if dl > diff:
+            diff = dl
+        xsum += v
+        if v > xmax:
+            xmax = v
+    return diff, l1, xsum, xmax
 
 
 @jit
@@ -276,18 +273,9 @@ def topk_desc(scores, k):
     idx = np.empty(kk, dtype=np.int64)
     if kk == 0:
         return idx
+    top = np.empty(kk, dtype=np.float64)
     n = 0
     for i in range(m):
-        v = scores[i]
-        if n == kk:
-            if not v > scores[idx[kk - 1]]:  # equal ones keep the lower index already held
-                continue
-            j = kk - 1
-        else:
-            j = n
-            n += 1
-        while j > 0 and scores[idx[j - 1]] < v:
-            idx[j] = idx[j - 1]
-            j -= 1
-        idx[j] = i
+        if n < kk or scores[i] > top[kk - 1]:  # equal ones keep the lower index already held
+            n = offer(scores[i], i, n, kk, idx, top)
     return idx

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
-from .ppr import certify, support_of
+from .ppr import certify, support_of, sweep_stats
 
 
 @jit
@@ -109,23 +109,14 @@ def ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, d, tol, max_iter, k):
                     j = np.uint32(members[u])
                     new[j] += wg * (a - y[j])
             nv = m
-        diff = 0.0
-        l1 = 0.0
-        xsum = 0.0
-        xmax = 0.0
+        dense = nv == m
         for t in range(nv):
-            i = sup[t] if nv < m else t
+            i = t if dense else sup[t]
             v = (1.0 - d) * p[i] + new[i]
             if wsum[i] == 0.0:
                 v += d * x[i]
             new[i] = v
-            dl = abs(v - x[i])
-            l1 += dl
-            if dl > diff:
-                diff = dl
-            xsum += v
-            if v > xmax:
-                xmax = v
+        diff, l1, xsum, xmax = sweep_stats(new, x, sup, nv, dense)
         x, new = new, x
         bound, certified = certify(x, l1, xsum, psum, xmax, d, k)
         if certified or diff < tol:

@@ -13,7 +13,7 @@ from hyperrag_fast.kernels.scratch import scratch_is_clean
 from hyperrag_fast.options import StitchOptions
 
 from strategies import instances, stitch_options
-from twins import (chunk_graph_twin, power_topk_bound, ppr_exact, ppr_power_twin, prior_twin, ranked,
+from twins import (chunk_graph_twin, csr_of, power_topk_bound, ppr_exact, ppr_power_twin, prior_twin, ranked,
                    stibp_twin, transition)
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -90,14 +90,7 @@ def _random_graph(rng, m, density):
     W = (rng.random((m, m)) < density).astype(np.float64) * rng.random((m, m))
     W = np.triu(W, 1)
     W = W + W.T
-    ptr = np.zeros(m + 1, dtype=np.int64)
-    nbr, w = [], []
-    for i in range(m):
-        js = np.flatnonzero(W[i])
-        nbr.extend(js)
-        w.extend(W[i, js])
-        ptr[i + 1] = len(nbr)
-    return W, ptr, np.array(nbr, dtype=np.int32), np.array(w), W.sum(axis=1)
+    return (W, *csr_of(W))
 
 
 @st.composite
@@ -179,8 +172,9 @@ def test_full_query_matches_twin(inst, opts):
         if len(top) < 2 or np.all(np.diff(top) < -(opts.tol + 1e-9)):
             np.testing.assert_array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k))
     elif opts.ppr in ("power", "factored"):
-        # the power iteration (on the arcs or on the factored chunk graph) stops on the paper's rule or once its top-k order is
-        # certified: pi is the twin's iterate after as many sweeps, within the stated bound
+        # the power iteration (on the arcs or on the factored chunk graph) stops on the
+        # paper's rule or once its top-k order is certified: pi is the twin's iterate
+        # after as many sweeps, within the stated bound
         P, p0 = transition(chunk_graph_twin(g, cq, opts)), p
         its = int(res.stats[2])
         x, _ = ppr_power_twin(P, p0, opts.damping, 0.0, its)

@@ -12,21 +12,9 @@ from hypothesis import strategies as st
 from hyperrag_fast.kernels.ppr import ppr_power_topk, topk_desc
 
 from strategies import ppr_prior_and_damping
-from twins import check_power_topk, transition
+from twins import check_power_topk, csr_of, transition
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _csr(W):
-    m = W.shape[0]
-    ptr = np.zeros(m + 1, dtype=np.int64)
-    nbr, w = [], []
-    for i in range(m):
-        js = np.flatnonzero(W[i])
-        nbr.extend(js)
-        w.extend(W[i, js])
-        ptr[i + 1] = len(nbr)
-    return ptr, np.array(nbr, dtype=np.int32), np.array(w, dtype=np.float64), W.sum(axis=1)
 
 
 @st.composite
@@ -48,7 +36,7 @@ def cases(draw):
 @given(cases(), st.integers(0, 10), st.sampled_from([1e-6, 1e-9]))
 def test_power_topk_is_the_power_iteration_with_a_certified_stop(case, k, tol):
     W, p, d = case
-    ptr, nbr, w, wsum = _csr(W)
+    ptr, nbr, w, wsum = csr_of(W)
     P = transition(W)
     out = ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, 10_000, k)
     # sweep for sweep the plain power iteration (sparse and dense sweeps alike)
@@ -62,7 +50,7 @@ def test_power_topk_is_the_power_iteration_with_a_certified_stop(case, k, tol):
 def test_power_topk_without_k_is_ppr_power(case):
     from hyperrag_fast.kernels.ppr import ppr_power
     W, p, d = case
-    ptr, nbr, w, wsum = _csr(W)
+    ptr, nbr, w, wsum = csr_of(W)
     x, its, _b, cert = ppr_power_topk(ptr, nbr, w, wsum, p, d, 1e-8, 10_000, 0)
     x2, its2 = ppr_power(ptr, nbr, w, wsum, p, d, 1e-8, 10_000)
     assert not cert and its == its2

@@ -182,3 +182,16 @@ def check_power_topk(out, P, p, d, tol, k, max_iter=10_000):
         assert np.max(np.abs(x - prev)) < tol or its == max_iter
     return order_x
 
+
+def csr_of(W):
+    """(ptr, nbr, w, wsum) of the dense weighted adjacency W (row i: the arcs out of i)."""
+    m = W.shape[0]
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    nbr, w = [], []
+    for i in range(m):
+        js = np.flatnonzero(W[i])
+        nbr.extend(js)
+        w.extend(W[i, js])
+        ptr[i + 1] = len(nbr)
+    return ptr, np.array(nbr, dtype=np.int32), np.array(w, dtype=np.float64), W.sum(axis=1)
+
