@@ -16,8 +16,9 @@ Measured here (2 shared cores, MiniLM vectors of 2Wiki sentences, k = 50): exact
 search with NumPy ~1-3 ms/query at 6k rows, ~8 ms at 20k, ~20 ms at 100k; usearch (M = 16,
 expansion_search = 128) ~0.9 ms at 6k with recall@50 0.993, but builds at only
 ~1,600 vectors/s. Hence the 10k default threshold. The compiled exact search takes
-~0.15 ms at 6k rows (as fast as one-thread BLAS) and releases the GIL; BLAS is kept off
-the query path because OpenBLAS's pool spins on the other core between calls.
+~0.17 ms at 6k x 384 (NumPy with multi-threaded BLAS: ~0.14 ms,
+``benchmarks/results/kernel_micro.json``) and releases the GIL; BLAS is kept off the query
+path because OpenBLAS's pool spins on the other core between calls.
 A single query searches usearch with one thread (``AnnParams.threads`` is for batches).
 """
 from __future__ import annotations

@@ -6,8 +6,8 @@ may reassociate their sums, which lets LLVM vectorise the reduction; their error
 is tested (tests/test_dense_kernels.py).
 Set ``HYPERRAG_NO_CACHE=1`` to disable on-disk caching (e.g. on a read-only install).
 With ``NUMBA_BOUNDSCHECK=1`` nothing is cached either: Numba's cache key does not hold the
-bounds-check flag, so checked code written to the cache was later loaded by unchecked runs
-(seen here: the PPR solve at 1k nodes took 0.054 ms instead of 0.035).
+bounds-check flag, so checked code written to the cache was later loaded, and run
+slower, by unchecked processes.
 """
 from __future__ import annotations
 
