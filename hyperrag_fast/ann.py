@@ -33,6 +33,7 @@ from .kernels.dense import all_finite, exact_topk, expand_rescore_topk
 #: default size below which exact search is used (see the module docstring).
 EXACT_THRESHOLD = 10_000
 BACKENDS = ("auto", "exact", "usearch")
+_ADD_BLOCK = 16384  # rows handed to usearch per add call (bounded gather)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class VectorIndex:
     """
 
     def __init__(self, vectors: np.ndarray, params: AnnParams | None = None,
-                 _hnsw=None) -> None:
+                 _hnsw=None, distinct=None) -> None:
         v = np.asarray(vectors)
         if v.ndim != 2:
             raise ValueError(f"vectors must be a 2-d array, got shape {v.shape}")
@@ -92,15 +93,26 @@ class VectorIndex:
         self.hnsw = _hnsw
         self._rep = self._dup_ptr = self._dup_ids = None
         if self.hnsw is not None or self.params.use_usearch(self.n):
-            self._rep, self._dup_ptr, self._dup_ids = _distinct_rows(self.vectors)
+            if distinct is None:
+                from .build.distinct import distinct_rows
+                distinct = distinct_rows(self.vectors)
+            self._rep, self._dup_ptr, self._dup_ids = distinct
         if self.hnsw is None and self.params.use_usearch(self.n):
             self.hnsw = _usearch_index(self.dim, self.params)
-            if self.n:
-                self.hnsw.add(np.arange(self._rep.shape[0], dtype=np.uint64),
-                              self.vectors[self._rep], threads=self.params.threads)
+            for b in range(0, self._rep.shape[0], _ADD_BLOCK):
+                rep = self._rep[b:b + _ADD_BLOCK]
+                self.hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64),
+                              np.ascontiguousarray(self.vectors[rep]), threads=self.params.threads)
         if self.hnsw is not None and len(self.hnsw) != self._rep.shape[0]:
             raise ValueError(f"usearch index holds {len(self.hnsw)} vectors, the matrix has "
                              f"{self._rep.shape[0]} distinct rows")
+
+    def distinct(self):
+        """The distinct-row structure (``build.distinct.DistinctRows``) or None (exact)."""
+        if self._rep is None:
+            return None
+        from .build.distinct import DistinctRows
+        return DistinctRows(self._rep, self._dup_ptr, self._dup_ids)
 
     @property
     def n(self) -> int:
@@ -170,7 +182,8 @@ class VectorIndex:
 
     @classmethod
     def load(cls, vectors: np.ndarray, path: str | os.PathLike | None,
-             params: AnnParams | None = None, view: bool = True) -> "VectorIndex":
+             params: AnnParams | None = None, view: bool = True,
+             distinct=None) -> "VectorIndex":
         """Rebuild around ``vectors``; ``path`` (a saved usearch file) is memory-mapped
         when ``view`` (read-only, no copy) or read into memory; None means exact."""
         if path is None:
@@ -182,20 +195,5 @@ class VectorIndex:
             raise ValueError(f"{path}: not a usearch index file")
         p = params or AnnParams()
         hnsw.expansion_search = p.expansion_search
-        return cls(vectors, AnnParams(**{**p.__dict__, "backend": "usearch"}), _hnsw=hnsw)
-
-
-def _distinct_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first row of each distinct vector, CSR ptr, row ids per distinct vector, ascending)."""
-    n = v.shape[0]
-    if n == 0:
-        return np.empty(0, np.int64), np.zeros(1, np.int64), np.empty(0, np.int64)
-    rows = np.ascontiguousarray(v).view(np.dtype((np.void, v.dtype.itemsize * v.shape[1]))).ravel()
-    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # distinct ids in order of first occurrence
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    group = rank[inverse.ravel()]
-    ids = np.argsort(group, kind="stable").astype(np.int64)
-    ptr = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=order.shape[0]))]).astype(np.int64)
-    return first[order].astype(np.int64), ptr, ids
+        return cls(vectors, AnnParams(**{**p.__dict__, "backend": "usearch"}), _hnsw=hnsw,
+                   distinct=distinct)

@@ -85,20 +85,33 @@ def _existing(path: str) -> str:
 
 
 # -------------------------------------------------------------------- commands
+def _build_options(a):
+    from .build.pipeline import BuildOptions
+    return BuildOptions(partition_docs=a.partition_docs, workers=a.workers,
+                        scheduler=a.scheduler)
+
+
+def _workdir(index: str) -> Path:
+    """Build scratch files go beside the index, so saving hard-links them."""
+    return Path(index).absolute().parent
+
+
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
     ix = HyperIndex.build(_existing(a.source), make_extractor(a.extractor),
                           make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
-                          max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir)
+                          max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir,
+                          options=_build_options(a), workdir=_workdir(a.index))
     ix.save(a.index)
     return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
 
 
 def cmd_add(a) -> dict[str, Any]:
     ix = _load(a.index, with_extractor=True)
-    rep = ix.add(_existing(a.source), progress=not a.quiet)
+    rep = ix.add(_existing(a.source), progress=not a.quiet, options=_build_options(a),
+                 workdir=_workdir(a.index))
     ix.save(a.index)
-    return {"index": a.index, "report": _report(rep), "counts": ix.manifest()["counts"]}
+    return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
 
 
 def cmd_delete(a) -> dict[str, Any]:
@@ -171,7 +184,8 @@ def cmd_demo(a) -> dict[str, Any]:
 def _report(rep) -> dict[str, Any]:
     return {"summary": rep.summary(), "skipped": rep.skipped,
             "extraction_errors": len(rep.extraction_errors),
-            "error_reasons": rep.error_reasons()}
+            "error_reasons": rep.error_reasons(), "embedded_texts": rep.embedded_texts,
+            "build": rep.stages}
 
 
 def _plain(v: Any) -> Any:
@@ -190,7 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--extractor", choices=("offline", "regex"), default="offline")
     comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
 
-    s = sub.add_parser("index", parents=[common, comp], help="index documents")
+    from .build.pipeline import BuildOptions
+    build = argparse.ArgumentParser(add_help=False)
+    build.add_argument("--workers", type=int, default=BuildOptions.workers,
+                       help="extract and embed on a local Dask cluster of N single-threaded "
+                            "workers (extra: distributed)")
+    build.add_argument("--scheduler", default=BuildOptions.scheduler,
+                       help="address of an existing Dask scheduler, e.g. tcp://host:8786")
+    build.add_argument("--partition-docs", type=int, default=BuildOptions.partition_docs,
+                       help="documents per partition (memory follows one partition)")
+
+    s = sub.add_parser("index", parents=[common, comp, build], help="index documents")
     s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
     s.add_argument("index", help="index directory to write")
     s.add_argument("--merge", choices=MERGES, default="semi")
@@ -199,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cache-dir", default=None, help="embedding cache directory")
     s.set_defaults(func=cmd_index)
 
-    s = sub.add_parser("add", parents=[common], help="add documents to an index")
+    s = sub.add_parser("add", parents=[common, build], help="add documents to an index")
     s.add_argument("index")
     s.add_argument("source")
     s.set_defaults(func=cmd_add)

@@ -10,40 +10,46 @@ rebuilt from the stored extractions (linear) and vectors are looked up by text, 
 from __future__ import annotations
 
 import os
-import sys
+import shutil
+import tempfile
+import time
+import weakref
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from . import __version__
 from .ann import AnnParams, VectorIndex
-from .chunking import Document, LoadResult, chunk_documents, chunk_passage, load_documents
+from .build.clock import StageClock, peak_rss_mb, rss_mb
+from .build.pipeline import (Built, BuildOptions, Seed, assemble, extraction_errors, seed_table,
+                             stream_build)
+from .build.vectors import TextVectors
+from .chunking import LoadResult
 from .embed.base import Embedder
 from .embed.cache import CachedEmbedder
 from .extract.base import Extractor
-from .hypergraph import ARRAY_FIELDS, Hypergraph, build_hypergraph
+from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
 from .records import Chunk, Extraction
 from .store import (IndexCorruptedError, IndexMismatchError, StoredIndex, load_index,
                     save_index)
 
 KINDS = ("node_vec", "edge_vec", "chunk_vec")
-_EXTRACT_BATCH = 64
-_EMBED_BATCH = 256
 
 
 @dataclass
 class BuildReport:
-    """What a build/add did: chunk counts, skipped documents, extraction failures."""
+    """What a build/add did: chunk counts, skipped documents, extraction failures, and
+    where the time and memory went (``stages``: see :mod:`hyperrag_fast.build.clock`)."""
 
     chunks: int = 0
     new_chunks: int = 0
     embedded_texts: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, reason)
     extraction_errors: list[tuple[str, str]] = field(default_factory=list)  # (chunk_id, reason)
+    stages: dict[str, Any] = field(default_factory=dict)
 
     def error_reasons(self) -> dict[str, int]:
         return dict(Counter(r for _, r in self.extraction_errors).most_common())
@@ -60,6 +66,16 @@ class BuildReport:
         return s
 
 
+class _Scratch:
+    """A build's working directory (vector table, kind matrices), removed with its index."""
+
+    def __init__(self, parent: str | os.PathLike | None) -> None:
+        if parent is not None:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=".hyperrag-build-", dir=parent))
+        self._done = weakref.finalize(self, shutil.rmtree, self.path, True)
+
+
 class HyperIndex:
     """The index of one collection. Construct with :meth:`build` or :meth:`load`."""
 
@@ -68,7 +84,7 @@ class HyperIndex:
                  extractor_name: str, max_tokens: int, overlap: int,
                  ann_params: AnnParams, ann: dict[str, VectorIndex] | None = None,
                  extractor: Extractor | None = None, embedder: Embedder | None = None,
-                 report: BuildReport | None = None) -> None:
+                 report: BuildReport | None = None, scratch: _Scratch | None = None) -> None:
         self.chunks = chunks
         self.extractions = extractions
         self.graph = graph
@@ -81,6 +97,7 @@ class HyperIndex:
             k: VectorIndex(vectors[k], ann_params) for k in KINDS}
         self.extractor, self.embedder = extractor, embedder
         self.report = report or BuildReport(chunks=len(chunks))
+        self._scratch = scratch
         self._chunk_index = {c.chunk_id: i for i, c in enumerate(chunks)}
 
     @property
@@ -107,69 +124,92 @@ class HyperIndex:
               embedder: Embedder, merge: str = "semi", progress: bool = True,
               max_tokens: int = 256, overlap: int = 0,
               cache_dir: str | os.PathLike | None = None,
-              ann_params: AnnParams | None = None) -> "HyperIndex":
+              ann_params: AnnParams | None = None, options: BuildOptions | None = None,
+              workdir: str | os.PathLike | None = None) -> "HyperIndex":
         """Index documents (a path, a LoadResult, Documents/dicts/strings) or ready Chunks.
 
-        Empty documents are skipped and listed in ``index.report``; extraction failures
-        are recorded there (count + reasons), never fatal. ``cache_dir`` wraps the
-        embedder in a :class:`CachedEmbedder` (file ``embeddings.sqlite``).
+        Streams partitions through chunk -> extract -> embed (:mod:`hyperrag_fast.build`);
+        vectors go to memory-mapped files in a scratch folder under ``workdir`` (default:
+        the system temp folder) that lives as long as the index. Empty documents are
+        skipped and listed in ``index.report``; extraction failures are recorded there
+        (count + reasons), never fatal. ``cache_dir`` wraps the embedder in a
+        :class:`CachedEmbedder` (file ``embeddings.sqlite``).
         """
-        chunks, skipped = _to_chunks(source, max_tokens, overlap)
-        if not chunks:
-            raise ValueError("nothing to index: no non-empty documents" + (
-                f" ({len(skipped)} skipped: " + ", ".join(f"{d}: {r}" for d, r in skipped[:5]) + ")"
-                if skipped else ""))
+        if merge not in MERGES:
+            raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+        options = options or BuildOptions()
+        if cache_dir and options.distributed:
+            raise ValueError("cache_dir cannot be combined with a distributed build: the "
+                             "workers embed; drop one of the two")
         emb = CachedEmbedder(embedder, Path(cache_dir) / "embeddings.sqlite") if cache_dir else embedder
-        report = BuildReport(skipped=skipped)
-        extractions = _extract(extractor, chunks, progress, report)
-        return cls._assemble(chunks, extractions, merge, emb, {}, progress, report,
-                             extractor_name=extractor.name, max_tokens=max_tokens,
-                             overlap=overlap, ann_params=ann_params or AnnParams(),
-                             extractor=extractor, embedder=embedder)
+        scratch = _Scratch(workdir)
+        clock = StageClock()
+        with clock:
+            built = stream_build(source, extractor, emb, merge=merge, max_tokens=max_tokens,
+                                 overlap=overlap, options=options, workdir=scratch.path / "table",
+                                 clock=clock, progress=progress)
+            return cls._finish(built, scratch, clock, len(built.chunks), extractor_name=extractor.name,
+                               max_tokens=max_tokens, overlap=overlap,
+                               ann_params=ann_params or AnnParams(), extractor=extractor,
+                               embedder=embedder, embedder_name=emb.name, embedder_dim=emb.dim)
 
     @classmethod
-    def _assemble(cls, chunks, extractions, merge, embed_with, known, progress, report,
-                  **kw) -> "HyperIndex":
-        graph = build_hypergraph(extractions, merge=merge)
-        texts = {"node_vec": graph.node_desc, "edge_vec": graph.edge_text,
-                 "chunk_vec": [chunk_passage(c) for c in chunks]}
-        vectors = _embed_all(embed_with, texts, known, progress, report)
-        report.chunks = len(chunks)
-        return cls(chunks, extractions, graph, vectors, embedder_name=embed_with.name,
-                   embedder_dim=embed_with.dim, report=report, **kw)
+    def _finish(cls, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
+                **kw) -> "HyperIndex":
+        """Kind matrices from the vector table (block by block), then the ANN indexes."""
+        with clock.stage("assemble"):
+            vectors = {}
+            for k in KINDS:
+                path = scratch.path / f"{k}.npy"
+                built.table.write_npy(path, built.codes[k])
+                vectors[k] = np.load(path, mmap_mode="r")
+            built.table.close()
+            shutil.rmtree(built.table.dir, ignore_errors=True)
+        params = kw["ann_params"]
+        with clock.stage("ann"):
+            ann = {k: VectorIndex(vectors[k], params) for k in KINDS}
+        report = BuildReport(chunks=len(built.chunks), new_chunks=new_chunks,
+                             embedded_texts=built.embedded_texts, skipped=built.skipped,
+                             extraction_errors=extraction_errors(
+                                 built.chunks[len(built.chunks) - new_chunks:],
+                                 built.extractions[len(built.chunks) - new_chunks:]))
+        report.stages = clock.report()
+        return cls(built.chunks, built.extractions, built.graph, vectors, ann=ann,
+                   report=report, scratch=scratch, **kw)
 
-    def _known_vectors(self) -> dict[str, np.ndarray]:
-        known: dict[str, np.ndarray] = {}
-        for texts, mat in ((self.graph.node_desc, self.node_vec), (self.graph.edge_text, self.edge_vec),
-                           ([chunk_passage(c) for c in self.chunks], self.chunk_vec)):
-            known.update(zip(texts, mat))
-        return known
+    def _seed(self) -> Seed:
+        return Seed(self.chunks, self.extractions, self.graph, self.vectors())
 
-    def _rebuilt(self, chunks, extractions, embedder, progress, report) -> None:
-        new = self._assemble(chunks, extractions, self.merge, embedder, self._known_vectors(),
-                             progress, report, extractor_name=self.extractor_name,
-                             max_tokens=self.max_tokens, overlap=self.overlap,
-                             ann_params=self.ann_params, extractor=self.extractor,
-                             embedder=self.embedder)
+    def _rebuilt(self, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
+                 embedder: Embedder | None) -> BuildReport:
+        new = self._finish(built, scratch, clock, new_chunks, extractor_name=self.extractor_name,
+                           max_tokens=self.max_tokens, overlap=self.overlap,
+                           ann_params=self.ann_params, extractor=self.extractor,
+                           embedder=self.embedder, embedder_name=self.embedder_name,
+                           embedder_dim=self.embedder_dim)
         self.__dict__.update(new.__dict__)
+        return self.report
 
     def add(self, source, extractor: Extractor | None = None, embedder: Embedder | None = None,
-            progress: bool = True) -> BuildReport:
-        """Append documents; only their chunks are extracted, only unseen texts embedded.
-        A document id already in the index raises ValueError (delete it first)."""
+            progress: bool = True, options: BuildOptions | None = None,
+            workdir: str | os.PathLike | None = None) -> BuildReport:
+        """Append documents; only their chunks are extracted, only unseen texts embedded,
+        and the existing vectors are read through their memory maps (never copied into
+        memory). A document id already in the index raises ValueError (delete it first)."""
         extractor = self._check_extractor(extractor or self.extractor)
         embedder = self._check_embedder(embedder or self.embedder)
-        chunks, skipped = _to_chunks(source, self.max_tokens, self.overlap)
-        clash = sorted({c.doc_id for c in chunks} & set(self.doc_ids))
-        if clash:
-            raise ValueError(f"documents already in the index: {clash[:5]}; delete them first")
-        report = BuildReport(skipped=skipped)
-        extractions = _extract(extractor, chunks, progress, report) if chunks else []
-        self._rebuilt(self.chunks + chunks, self.extractions + extractions, embedder, progress,
-                      report)
-        return report
+        scratch = _Scratch(workdir)
+        clock = StageClock()
+        with clock:
+            built = stream_build(source, extractor, embedder, merge=self.merge,
+                                 max_tokens=self.max_tokens, overlap=self.overlap,
+                                 options=options or BuildOptions(),
+                                 workdir=scratch.path / "table", clock=clock,
+                                 progress=progress, seed=self._seed())
+            return self._rebuilt(built, scratch, clock, len(built.chunks) - self.n_chunks,
+                                 embedder)
 
-    def delete(self, doc_ids: Iterable[str]) -> int:
+    def delete(self, doc_ids: Iterable[str], workdir: str | os.PathLike | None = None) -> int:
         """Remove every chunk of the given documents; returns the number removed.
         Unknown ids raise KeyError. Nothing is re-extracted; under ``merge="full"`` a merged
         node's description changes, so those new texts are embedded (needs the embedder)."""
@@ -182,9 +222,18 @@ class HyperIndex:
         if not keep:
             raise ValueError("deleting these documents would leave the index empty")
         removed = len(self.chunks) - len(keep)
-        emb = self.embedder or _NoEmbedder(self.embedder_name, self.embedder_dim)
-        self._rebuilt([self.chunks[i] for i in keep], [self.extractions[i] for i in keep],
-                      emb, False, BuildReport())
+        scratch = _Scratch(workdir)
+        clock = StageClock()
+        with clock:
+            table = TextVectors(scratch.path / "table", self.embedder_dim)
+            seed_table(table, self._seed())
+            chunks = [self.chunks[i] for i in keep]
+            exts = [self.extractions[i] for i in keep]
+            emb = self.embedder or _NoEmbedder(self.embedder_name, self.embedder_dim)
+            graph, codes = assemble(chunks, exts, self.merge, None, table, emb, clock)
+            built = Built(chunks, exts, graph, table, codes,
+                          embedded_texts=clock.counts.get("texts_embedded", 0))
+            self._rebuilt(built, scratch, clock, 0, emb)
         return removed
 
     def _check_extractor(self, ex: Extractor | None) -> Extractor:
@@ -229,7 +278,13 @@ class HyperIndex:
         def write_ann(d: Path) -> dict[str, str]:
             return {k: f"{k}.usearch" for k, v in self.ann.items() if v.save(d / f"{k}.usearch")}
 
+        t, peak = time.perf_counter(), rss_mb()
         save_index(path, s, write_ann)
+        if self.report.stages:  # the build's stage figures gain the save
+            self.report.stages["stages"]["save"] = {
+                "s": round(time.perf_counter() - t, 3), "calls": 1,
+                "peak_rss_mb": round(max(peak, rss_mb()), 1)}
+            self.report.stages["peak_rss_mb"] = peak_rss_mb()
         return Path(path)
 
     @classmethod
@@ -280,77 +335,3 @@ class _NoEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise ValueError("deleting from this index changes merged node descriptions, which "
                          "must be embedded: load the index with its embedder")
-
-
-# --------------------------------------------------------------------- helpers
-def _to_chunks(source, max_tokens: int, overlap: int) -> tuple[list[Chunk], list[tuple[str, str]]]:
-    if isinstance(source, LoadResult):
-        docs, skipped = source.documents, source.skipped
-    elif isinstance(source, (str, os.PathLike)):
-        res = load_documents(source)
-        docs, skipped = res.documents, res.skipped
-    else:
-        items = list(source)
-        if items and all(isinstance(i, Chunk) for i in items):
-            ids = [c.chunk_id for c in items]
-            if len(set(ids)) != len(ids):
-                raise ValueError("duplicate chunk ids in the input")
-            return items, []
-        if any(isinstance(i, Chunk) for i in items):
-            raise TypeError("pass either chunks or documents, not a mix")
-        res = load_documents(items)
-        docs, skipped = res.documents, res.skipped
-    skips = [(s.doc_id, s.reason) for s in skipped]
-    chunks = chunk_documents(docs, max_tokens=max_tokens, overlap=overlap)
-    have = {c.doc_id for c in chunks}
-    skips += [(d.doc_id, "no tokens") for d in docs if d.doc_id not in have]
-    return chunks, skips
-
-
-def _extract(extractor: Extractor, chunks: list[Chunk], progress: bool,
-             report: BuildReport) -> list[Extraction]:
-    """Extract in batches with a progress bar; a raising batch is retried chunk by chunk
-    and a raising chunk becomes a recorded failure (DESIGN §4: never abort)."""
-    out: list[Extraction] = []
-    with tqdm(total=len(chunks), desc="extract", unit="chunk", disable=not progress,
-              file=sys.stderr) as bar:
-        for b in range(0, len(chunks), _EXTRACT_BATCH):
-            part = chunks[b:b + _EXTRACT_BATCH]
-            try:
-                got = list(extractor.extract(part))
-                if len(got) != len(part):
-                    raise ValueError(f"extractor returned {len(got)} results for {len(part)} chunks")
-            except Exception:  # noqa: BLE001 - isolate the failing chunk(s)
-                got = []
-                for c in part:
-                    try:
-                        got.extend(extractor.extract([c]))
-                    except Exception as e:  # noqa: BLE001 - recorded, not fatal
-                        got.append(Extraction((), error=f"{type(e).__name__}: {e}"))
-            out.extend(got)
-            bar.update(len(part))
-    report.new_chunks = len(chunks)
-    report.extraction_errors = [(c.chunk_id, e.error) for c, e in zip(chunks, out)
-                                if e.error is not None]
-    return out
-
-
-def _embed_all(embedder: Embedder, texts: dict[str, list[str]], known: dict[str, np.ndarray],
-               progress: bool, report: BuildReport) -> dict[str, np.ndarray]:
-    """One float32 matrix per kind; only texts absent from ``known`` are embedded (once)."""
-    todo = list(dict.fromkeys(t for ts in texts.values() for t in ts if t not in known))
-    found = dict(known)
-    with tqdm(total=len(todo), desc="embed", unit="text", disable=not progress or not todo,
-              file=sys.stderr) as bar:
-        for b in range(0, len(todo), _EMBED_BATCH):
-            part = todo[b:b + _EMBED_BATCH]
-            vecs = np.asarray(embedder.embed(part), dtype=np.float32)
-            if vecs.shape != (len(part), embedder.dim):
-                raise ValueError(f"embedder {embedder.name!r} returned shape {vecs.shape}, "
-                                 f"expected ({len(part)}, {embedder.dim})")
-            found.update(zip(part, vecs))
-            bar.update(len(part))
-    report.embedded_texts = len(todo)
-    dim = int(embedder.dim)
-    return {k: (np.stack([found[t] for t in ts]).astype(np.float32) if ts
-                else np.zeros((0, dim), np.float32)) for k, ts in texts.items()}

@@ -94,8 +94,35 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _npy_file_of(a: np.ndarray) -> Path | None:
+    """The .npy file ``a`` is a whole read-only memory map of, if any."""
+    if not isinstance(a, np.memmap) or a.filename is None or not a.flags.c_contiguous:
+        return None
+    try:
+        with open(a.filename, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read(f)
+            offset = f.tell()
+    except (OSError, ValueError):
+        return None
+    if fortran or shape != a.shape or dtype != a.dtype or offset != a.offset:
+        return None
+    return Path(a.filename)
+
+
 def _write_npy(path: Path, a: np.ndarray) -> None:
+    """Write ``a`` as .npy; a whole memory-mapped .npy file is hard-linked (or copied)
+    instead of read through memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    src = _npy_file_of(a)
+    if src is not None:
+        try:
+            os.link(src, path)
+        except OSError:
+            shutil.copyfile(src, path)
+        return
     np.save(path, np.ascontiguousarray(a), allow_pickle=False)
 
 
@@ -143,7 +170,9 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
         for name, a in s.arrays.items():
             _write_npy(tmp / "arrays" / f"{name}.npy", a)
         for name in VECTOR_KINDS:
-            _write_npy(tmp / "vectors" / f"{name}.npy", np.asarray(s.vectors[name], np.float32))
+            v = s.vectors[name]
+            _write_npy(tmp / "vectors" / f"{name}.npy",
+                       v if v.dtype == np.float32 else np.asarray(v, np.float32))
         ann_files: dict[str, str] = {}
         if write_ann is not None:
             (tmp / "ann").mkdir()

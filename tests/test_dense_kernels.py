@@ -98,7 +98,7 @@ def test_topk_ordered_ties_go_by_id_value(values, k, seed):
 @SETTINGS
 @given(matrices(), st.integers(0, 2**32 - 1))
 def test_expand_rescore_topk_is_the_exact_order_of_the_hits_rows(case, seed):
-    from hyperrag_fast.ann import _distinct_rows
+    from hyperrag_fast.build.distinct import distinct_rows as _distinct_rows
     V, Q, _, _ = case
     rng = np.random.default_rng(seed)
     rep, ptr, ids = _distinct_rows(V)
@@ -119,3 +119,19 @@ def test_expand_rescore_topk_is_the_exact_order_of_the_hits_rows(case, seed):
     want_i, want_s = _topk_twin(s, rows, k)
     np.testing.assert_array_equal(oi, want_i)
     np.testing.assert_array_equal(os_, want_s)
+
+
+@SETTINGS
+@given(matrices(), st.integers(0, 2**32 - 1))
+def test_blocked_distinct_rows_equal_the_exact_unique(case, seed):
+    from hyperrag_fast.build import distinct as D
+    V = case[0]
+    rng = np.random.default_rng(seed)
+    V = np.ascontiguousarray(V[rng.integers(0, V.shape[0], 3 * V.shape[0])]) if V.shape[0] else V
+    old, D.BLOCK = D.BLOCK, int(rng.integers(1, 9))
+    try:
+        got, want = D.distinct_rows(V), D.distinct_rows_exact(V)
+    finally:
+        D.BLOCK = old
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

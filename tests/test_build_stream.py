@@ -1,0 +1,110 @@
+"""The streaming build: partitions, the flat assembler and the vector table give the
+same index as one pass, every distinct text is embedded once, stage figures are reported."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import extractions
+
+from hyperrag_fast.build.flat import FlatAssembler, partition_texts
+from hyperrag_fast.build.pipeline import BuildOptions
+from hyperrag_fast.build.vectors import TextVectors
+from hyperrag_fast.embed.hashing import HashingEmbedder
+from hyperrag_fast.extract.offline import RegexExtractor
+from hyperrag_fast.hypergraph import ARRAY_FIELDS, build_hypergraph, hypergraph_from_flat
+from hyperrag_fast.index import HyperIndex
+from hyperrag_fast.records import Chunk
+
+from test_index import A, B, C, CountingEmbedder, assert_same
+
+
+def _chunks(n):
+    return [Chunk(f"c{i}", f"d{i}", f"T{i}", f"text {i}", 0, 6) for i in range(n)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(extractions(max_chunks=9), st.sampled_from(["semi", "none"]), st.data())
+def test_flat_assembler_in_partitions_equals_the_one_pass_build(ex, merge, data):
+    want = build_hypergraph(ex, merge=merge)
+    asm = FlatAssembler(merge)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(ex)), max_size=4))) | {0, len(ex)})
+    chunks = _chunks(len(ex))
+    texts = {"node_name": [], "node_desc": [], "edge_text": []}
+    needed = set()
+    for a, b in zip(cuts, cuts[1:]):
+        rec = asm.add(chunks[a:b], ex[a:b])
+        for k in texts:
+            texts[k] += getattr(rec, k)
+        needed |= set(partition_texts(chunks[a:b], ex[a:b]))
+        assert set(rec.node_desc + rec.edge_text + rec.passages) == set(partition_texts(chunks[a:b], ex[a:b]))
+    got = hypergraph_from_flat(**asm.finish(), **texts, group_key=asm.group_key)
+    for k in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(got, k), getattr(want, k), err_msg=k)
+    for k in ("node_name", "node_desc", "edge_text", "group_key"):
+        assert getattr(got, k) == getattr(want, k), k
+
+
+@settings(max_examples=60, deadline=None)
+@given(extractions(max_chunks=9), st.sampled_from(["semi", "none"]), st.integers(0, 9))
+def test_seeded_assembler_appends_like_one_pass(ex, merge, cut):
+    cut = min(cut, len(ex))
+    first = build_hypergraph(ex[:cut], merge=merge)
+    asm = FlatAssembler(merge, groups=first.group_key)
+    inc_edge = np.repeat(np.arange(first.n_edges, dtype=np.int32), np.diff(first.edge_ptr))
+    asm.seed(first.node_chunk, first.node_group, first.edge_chunk, inc_edge, first.edge_nodes, cut)
+    rec = asm.add(_chunks(len(ex))[cut:], ex[cut:])
+    got = hypergraph_from_flat(**asm.finish(), node_name=first.node_name + rec.node_name,
+                               node_desc=first.node_desc + rec.node_desc,
+                               edge_text=first.edge_text + rec.edge_text, group_key=asm.group_key)
+    want = build_hypergraph(ex, merge=merge)
+    for k in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(got, k), getattr(want, k), err_msg=k)
+
+
+def test_text_table_embeds_each_text_once_and_gathers_sources(tmp_path):
+    t = TextVectors(tmp_path, 3)
+    src = t.add_source(np.eye(3, dtype=np.float32))
+    t.know(["x", "y", "z"], src)
+    codes, new = t.reserve(["a", "y", "a", "b"])
+    assert new == [0, 3]
+    t.append(np.array([[1, 2, 3], [4, 5, 6]], np.float32))
+    np.testing.assert_array_equal(t.gather(codes), [[1, 2, 3], [0, 1, 0], [1, 2, 3], [4, 5, 6]])
+    t.write_npy(tmp_path / "m.npy", codes[::-1])
+    np.testing.assert_array_equal(np.load(tmp_path / "m.npy"), t.gather(codes[::-1]))
+    with pytest.raises(ValueError, match="NaN"):
+        t.reserve(["c"])
+        t.append(np.full((1, 3), np.nan, np.float32))
+
+
+@pytest.mark.parametrize("merge", ["semi", "none", "full"])
+@pytest.mark.parametrize("part,pipeline", [(1, True), (2, False), (512, True)])
+def test_partitioning_does_not_change_the_index(merge, part, pipeline):
+    emb = CountingEmbedder()
+    got = HyperIndex.build(A + B + C, RegexExtractor(), emb, merge=merge, progress=False,
+                           options=BuildOptions(partition_docs=part, pipeline=pipeline))
+    assert len(emb.seen) == len(set(emb.seen))  # every distinct text embedded once
+    st_ = got.report.stages
+    assert set(st_["stages"]) >= {"chunk", "extract", "embed", "assemble", "ann"}
+    assert st_["counts"]["texts_embedded"] == got.report.embedded_texts == len(emb.seen)
+    assert st_["peak_rss_mb"] > 0
+    want = HyperIndex.build(A + B + C, RegexExtractor(), HashingEmbedder(), merge=merge,
+                            progress=False, options=BuildOptions(pipeline=False))
+    assert_same(want, got)
+
+
+def test_embedder_failure_in_the_pipeline_is_raised():
+    class Broken(HashingEmbedder):
+        def embed(self, texts):
+            raise RuntimeError("model fell over")
+
+    with pytest.raises(RuntimeError, match="model fell over"):
+        HyperIndex.build(A, RegexExtractor(), Broken(), progress=False,
+                         options=BuildOptions(partition_docs=1))
+
+
+def test_add_in_partitions_equals_fresh_build():
+    ix = HyperIndex.build(A, RegexExtractor(), HashingEmbedder(), progress=False)
+    ix.add(B + C, progress=False, options=BuildOptions(partition_docs=1))
+    assert_same(HyperIndex.build(A + B + C, RegexExtractor(), HashingEmbedder(), progress=False), ix)
