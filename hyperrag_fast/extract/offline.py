@@ -61,6 +61,9 @@ class OfflineExtractor:
                      f":excl={','.join(sorted(self.exclude_labels))}")
         self._nlp: Any = None
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_nlp": None}  # the pipeline reloads on the other side
+
     @property
     def nlp(self) -> Any:
         """The loaded spaCy pipeline (senter + ner)."""

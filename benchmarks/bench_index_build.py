@@ -1,0 +1,234 @@
+"""Where an index build's time and memory go, through the real ``hyperrag index`` path.
+
+    python benchmarks/bench_index_build.py --corpus 2wiki                  # ~5 min
+    python benchmarks/bench_index_build.py --corpus synthetic_10k --corpus synthetic_30k \\
+        --corpus synthetic_100k --add 30000                              # scaling + add
+    python benchmarks/bench_index_build.py --workers-check 1500            # Dask 1 vs 2
+
+Each corpus is written as JSONL and indexed by ``hyperrag index SRC OUT --json --quiet``
+in a child process; its wall time and peak RSS come from ``os.wait4`` (the whole
+process), the per-stage busy seconds and peak RSS from the build's own report
+(``hyperrag_fast.build.clock``: load+chunk, extract, embed, assemble, ann, save). In the
+same run, the raw embedder (``OnnxMiniLM().embed`` in one call, length-sorted) embeds
+the index's distinct texts (or ``--raw-fraction`` of them, a uniform sample) and its
+throughput is set beside the build's embed stage. Synthetic corpora come from
+``synthetic_text.py`` (the first n of a corpus generated for 1.01 n, so the 1 % beyond
+is what ``--add`` appends to the same index). Results merge into
+``results/index_build.json`` (one section per corpus/check, each with its command,
+commit and machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    from . import _common as C
+    from . import synthetic_text
+except ImportError:
+    import _common as C
+    import synthetic_text
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+OUT = C.RESULTS / "index_build.json"
+SIZES = {"synthetic_10k": 10_000, "synthetic_30k": 30_000, "synthetic_100k": 100_000}
+
+
+def _hyperrag() -> list[str]:
+    exe = Path(sys.executable).with_name("hyperrag")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "hyperrag_fast.cli"]
+
+
+def run_cli(args: list[str], workdir: Path) -> dict:
+    """Run ``hyperrag ARGS --json --quiet``; wall seconds, peak RSS (MB) and its JSON."""
+    out, err = workdir / "stdout.json", workdir / "stderr.txt"
+    t = time.perf_counter()
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        p = subprocess.Popen(_hyperrag() + args + ["--json", "--quiet"], stdout=fo, stderr=fe)
+        _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"hyperrag {' '.join(args)} failed:\n{err.read_text()[-2000:]}")
+    return {"wall_s": wall, "peak_rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime,
+            "out": json.loads(out.read_text())}
+
+
+def corpus_file(name: str, tmp: Path) -> tuple[Path, int]:
+    if name == "2wiki":
+        recs = json.loads((DATA / "2wikimultihopqa" / "corpus.json").read_text())
+        path = tmp / "2wiki.jsonl"
+        with open(path, "w", encoding="utf-8") as f:
+            for p in recs:
+                f.write(json.dumps({"id": p["title"], "title": p["title"], "text": p["text"]},
+                                   ensure_ascii=False) + "\n")
+        return path, len(recs)
+    n = SIZES[name]
+    return synthetic_split(n, tmp)[0], n
+
+
+def synthetic_split(n: int, tmp: Path) -> tuple[Path, Path]:
+    """(first n passages, the next 1 %) of the corpus generated for 1.01 n."""
+    total = n + max(1, n // 100)
+    base, new = tmp / f"syn{n}.jsonl", tmp / f"syn{n}_add.jsonl"
+    with open(base, "w", encoding="utf-8") as fb, open(new, "w", encoding="utf-8") as fn:
+        for i, rec in enumerate(synthetic_text.passages(total)):
+            (fb if i < n else fn).write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return base, new
+
+
+def index_texts(index: Path) -> dict[str, list[str]]:
+    from hyperrag_fast.chunking import chunk_passage
+    from hyperrag_fast.index import HyperIndex
+    ix = HyperIndex.load(index, verify=False)
+    g = ix.graph
+    return {"node_desc": list(g.node_desc), "edge_text": list(g.edge_text),
+            "passage": [chunk_passage(c) for c in ix.chunks]}
+
+
+def raw_embedder(texts: list[str], fraction: float, seed: int = 0) -> dict:
+    from hyperrag_fast.embed.onnx_minilm import OnnxMiniLM
+    rng = np.random.default_rng(seed)
+    pick = texts if fraction >= 1 else [texts[i] for i in np.sort(
+        rng.choice(len(texts), max(1, int(fraction * len(texts))), replace=False))]
+    emb = OnnxMiniLM()
+    emb.embed(pick[:64])  # session warm-up
+    t = time.perf_counter()
+    emb.embed(pick)
+    dt = time.perf_counter() - t
+    return {"texts": len(pick), "s": dt, "texts_per_s": len(pick) / dt}
+
+
+def profile_corpus(name: str, raw_fraction: float, keep: Path | None) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix=f"bench-build-{name}-"))
+    try:
+        src, n = corpus_file(name, tmp)
+        r = run_cli(["index", str(src), str(tmp / "ix")], tmp)
+        rep = r["out"]["report"]
+        build = rep["build"]
+        st = build["stages"]
+        texts = index_texts(tmp / "ix")
+        distinct = list(dict.fromkeys(t for ts in texts.values() for t in ts))
+        raw = raw_embedder(distinct, raw_fraction)
+        embedded = rep["embedded_texts"]
+        out = {
+            "passages": n, "wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"],
+            "cpu_s": r["cpu_s"], "texts_embedded": embedded,
+            "stages_s": {k: st.get(k, {}).get("s", 0.0) for k in
+                         ("chunk", "extract", "embed", "assemble", "ann", "save")},
+            "stages_peak_rss_mb": {k: v.get("peak_rss_mb") for k, v in st.items()},
+            "extract_embed_wall_s": st.get("extract_embed_wall", {}).get("s"),
+            "texts": {"states": len(texts["node_desc"]), "topics": len(texts["edge_text"]),
+                      "passages": len(texts["passage"]),
+                      "distinct_state_descriptions": len(set(texts["node_desc"])),
+                      "distinct_topics": len(set(texts["edge_text"])),
+                      "distinct_all": len(distinct)},
+            "counts": r["out"]["counts"],
+            "embed_raw_texts_per_s": raw["texts_per_s"], "embed_raw": raw,
+            "embed_stage_texts_per_s": embedded / max(st["embed"]["s"], 1e-9),
+        }
+        out["embed_stage_over_raw"] = out["embed_stage_texts_per_s"] / out["embed_raw_texts_per_s"]
+        if keep is not None:
+            shutil.copytree(tmp / "ix", keep / name, dirs_exist_ok=True)
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def add_check(n: int, full_wall: float | None) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-add-"))
+    try:
+        base, new = synthetic_split(n, tmp)
+        full = run_cli(["index", str(base), str(tmp / "ix")], tmp)
+        add = run_cli(["add", str(tmp / "ix"), str(new)], tmp)
+        full_s = full["wall_s"]
+        return {"base_passages": n, "new_passages": sum(1 for _ in open(new)),
+                "full_wall_s": full_s, "add_wall_s": add["wall_s"],
+                "add_peak_rss_mb": add["peak_rss_mb"], "add_over_full": add["wall_s"] / full_s,
+                "add_stages": add["out"]["report"]["build"].get("stages"),
+                "scaling_run_full_wall_s": full_wall}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def workers_check(n: int) -> dict:
+    """Extract+embed wall of the same partitions on 1 and on 2 single-threaded Dask
+    workers (and the default single process), first n 2Wiki passages."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-workers-"))
+    try:
+        src, _ = corpus_file("2wiki", tmp)
+        lines = src.read_text(encoding="utf-8").splitlines()[:n]
+        sub = tmp / "sub.jsonl"
+        sub.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        res = {}
+        for label, extra in (("1", ["--workers", "1"]), ("2", ["--workers", "2"]),
+                             ("process", [])):
+            r = run_cli(["index", str(sub), str(tmp / f"ix{label}"), "--partition-docs", "50",
+                         *extra], tmp)
+            st = r["out"]["report"]["build"]["stages"]
+            res[label] = {"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"],
+                          "extract_embed_wall_s": st["extract_embed_wall"]["s"]}
+        return {"passages": n, "1_s": res["1"]["extract_embed_wall_s"],
+                "2_s": res["2"]["extract_embed_wall_s"],
+                "speedup": res["1"]["extract_embed_wall_s"] / res["2"]["extract_embed_wall_s"],
+                "single_process_s": res["process"]["extract_embed_wall_s"], "runs": res}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def growth(corpora: dict) -> dict:
+    syn = {k: v for k, v in corpora.items() if k.startswith("synthetic_")}
+    if len(syn) < 2:
+        return {}
+    xs = [v["passages"] for v in syn.values()]
+    out = {"wall": C.loglog_slope(xs, [v["wall_s"] for v in syn.values()]),
+           "peak_rss": C.loglog_slope(xs, [v["peak_rss_mb"] for v in syn.values()])}
+    for s in ("chunk", "extract", "embed", "assemble", "ann", "save"):
+        out[s] = C.loglog_slope(xs, [v["stages_s"][s] for v in syn.values()])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", action="append", default=[],
+                    choices=["2wiki", *SIZES])
+    ap.add_argument("--raw-fraction", type=float, default=1.0,
+                    help="share of the distinct texts the raw embedder run embeds")
+    ap.add_argument("--add", type=int, default=0, help="base size of the 1%% add check")
+    ap.add_argument("--workers-check", type=int, default=0,
+                    help="2Wiki passages for the Dask 1-vs-2-workers check")
+    ap.add_argument("--keep", default=None, help="copy built indexes here")
+    a = ap.parse_args()
+    res = json.loads(OUT.read_text()) if OUT.exists() else {}
+    res.setdefault("corpora", {})
+    res.setdefault("runs", {})
+    stamp = {"command": C.command(), "machine": C.machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    keep = Path(a.keep) if a.keep else None
+    for name in a.corpus:
+        res["corpora"][name] = {**profile_corpus(name, a.raw_fraction, keep), "run": stamp}
+        print(json.dumps({name: {k: res["corpora"][name][k] for k in
+                                 ("wall_s", "peak_rss_mb", "stages_s", "embed_stage_over_raw")}}))
+        OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+    if a.add:
+        full = res["corpora"].get(f"synthetic_{a.add // 1000}k", {}).get("wall_s")
+        res["add"] = {**add_check(a.add, full), "run": stamp}
+        res["add_1pct_over_full"] = res["add"]["add_over_full"]
+    if a.workers_check:
+        res["workers"] = {**workers_check(a.workers_check), "run": stamp}
+    res["growth_exponent"] = growth(res["corpora"]).get("wall")
+    res["growth_exponents"] = growth(res["corpora"])
+    res["machine"] = stamp["machine"]
+    OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
