@@ -111,10 +111,11 @@ def main():
     print(f"embed p50 {C.pct(emb_ms, 50):.2f} ms", flush=True)
     import json
     import os
-    man = json.loads((__import__("pathlib").Path(a.index) / "manifest.json").read_text())
+    from hyperrag_fast.store import manifest_path
+    man = json.loads(manifest_path(a.index).read_text())
     out = {"index": a.index, "index_manifest": {"counts": man.get("counts"), "extractor": man.get("extractor"),
                                                  "embedder": man.get("embedder"), "merge": man.get("merge"),
-                                                 "mtime": os.path.getmtime(os.path.join(a.index, "manifest.json"))},
+                                                 "mtime": os.path.getmtime(manifest_path(a.index))},
            "index_summary": {"states": g.n_nodes, "chunks": g.n_chunks,
                                                 "hyperedges": g.n_edges, "groups": g.n_groups,
                                                 "incidences": g.n_incidences,

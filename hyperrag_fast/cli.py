@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .store import IndexError_, read_manifest
+from .store import IndexError_, read_manifest, writer_lock
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
 DEMO_QUESTIONS = (
@@ -98,29 +98,34 @@ def _workdir(index: str) -> Path:
 
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
-    ix = HyperIndex.build(_existing(a.source), make_extractor(a.extractor),
-                          make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
-                          max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir,
-                          options=_build_options(a), workdir=_workdir(a.index))
-    ix.save(a.index)
+    source = _existing(a.source)
+    with writer_lock(a.index, a.lock_timeout):
+        ix = HyperIndex.build(source, make_extractor(a.extractor),
+                              make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
+                              max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir,
+                              options=_build_options(a), workdir=_workdir(a.index))
+        ix.save(a.index)
     return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
 
 
 def cmd_add(a) -> dict[str, Any]:
-    ix = _load(a.index, with_extractor=True)
-    rep = ix.add(_existing(a.source), progress=not a.quiet, options=_build_options(a),
-                 workdir=_workdir(a.index))
-    ix.save(a.index)
+    source = _existing(a.source)
+    with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
+        ix = _load(a.index, with_extractor=True)
+        ix.add(source, progress=not a.quiet, options=_build_options(a),
+               workdir=_workdir(a.index))
+        ix.save(a.index)
     return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
 
 
 def cmd_delete(a) -> dict[str, Any]:
-    ix = _load(a.index)
-    try:
-        removed = ix.delete(a.doc_ids)
-    except KeyError as e:
-        raise CliError(e.args[0]) from None
-    ix.save(a.index)
+    with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
+        ix = _load(a.index)
+        try:
+            removed = ix.delete(a.doc_ids)
+        except KeyError as e:
+            raise CliError(e.args[0]) from None
+        ix.save(a.index)
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
@@ -214,7 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--partition-docs", type=int, default=BuildOptions.partition_docs,
                        help="documents per partition (memory follows one partition)")
 
-    s = sub.add_parser("index", parents=[common, comp, build], help="index documents")
+    lock = argparse.ArgumentParser(add_help=False)
+    lock.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",
+                      help="wait this long for another writer of the index to finish "
+                           "(default 0: refuse at once, exit 2; negative: wait indefinitely)")
+
+    s = sub.add_parser("index", parents=[common, comp, build, lock], help="index documents")
     s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
     s.add_argument("index", help="index directory to write")
     s.add_argument("--merge", choices=MERGES, default="semi")
@@ -223,12 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cache-dir", default=None, help="embedding cache directory")
     s.set_defaults(func=cmd_index)
 
-    s = sub.add_parser("add", parents=[common, build], help="add documents to an index")
+    s = sub.add_parser("add", parents=[common, build, lock], help="add documents to an index")
     s.add_argument("index")
     s.add_argument("source")
     s.set_defaults(func=cmd_add)
 
-    s = sub.add_parser("delete", parents=[common], help="delete documents by id")
+    s = sub.add_parser("delete", parents=[common, lock], help="delete documents by id")
     s.add_argument("index")
     s.add_argument("doc_ids", nargs="+")
     s.set_defaults(func=cmd_delete)

@@ -34,7 +34,7 @@ from .extract.base import Extractor
 from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
 from .records import Chunk, Extraction
 from .store import (IndexCorruptedError, IndexMismatchError, StoredIndex, load_index,
-                    save_index)
+                    read_generation, save_index)
 
 KINDS = ("node_vec", "edge_vec", "chunk_vec")
 
@@ -294,7 +294,12 @@ class HyperIndex:
         """Load a saved index; ``mmap`` maps arrays, vectors and usearch files read-only.
         An embedder (or extractor) whose name/dim differs from the manifest raises
         IndexMismatchError; ``verify=False`` skips the checksums."""
-        s = load_index(path, mmap=mmap, verify=verify)
+        return read_generation(path, lambda gen: cls._load_generation(
+            gen, path, embedder, mmap, verify, extractor, ann_params))
+
+    @classmethod
+    def _load_generation(cls, gen, path, embedder, mmap, verify, extractor, ann_params):
+        s = load_index(gen, mmap=mmap, verify=verify)
         m = s.manifest
         emb = m["embedder"]
         if embedder is not None:

@@ -1,38 +1,62 @@
 """Persistence of an index directory (DESIGN §2.1).
 
-Layout::
+Layout of an index directory ``<index>/``::
 
-    manifest.json        format version, embedder/extractor names, merge, counts,
-                         ANN settings, sha256 of every other file
-    arrays/<name>.npy    hypergraph int arrays (ARRAY_FIELDS), mmap-able
-    vectors/<kind>.npy   node_vec / edge_vec / chunk_vec, float32, mmap-able
-    ann/<kind>.usearch   usearch HNSW files (only for kinds above the exact threshold)
-    texts.sqlite         chunks (ids, doc ids, titles, spans, metadata, extraction JSON),
-                         node names/descriptions, edge texts, group keys
+    CURRENT              the name of the live generation (one line), replaced atomically
+    .lock                the single-writer lock (:func:`writer_lock`), never part of an index
+    gen-<seq>-<rand>/    one immutable generation per save:
+      manifest.json        format version, embedder/extractor names, merge, counts,
+                           ANN settings, sha256 of every other file
+      arrays/<name>.npy    hypergraph int arrays (ARRAY_FIELDS), mmap-able
+      vectors/<kind>.npy   node_vec / edge_vec / chunk_vec, float32, mmap-able
+      ann/<kind>.usearch   usearch HNSW files (only for kinds above the exact threshold)
+      texts.sqlite         chunks (ids, doc ids, titles, spans, metadata, extraction JSON),
+                           node names/descriptions, edge texts, group keys
 
-Saving is atomic: everything is written into a temp dir beside the target, fsynced,
-then renamed over it (an existing index is first renamed aside, then removed).
+Writers (``save``, and the read-modify-write of ``hyperrag index/add/delete``) hold the
+lock; a second writer waits up to its timeout, then gets :class:`IndexLockedError`.
+Publishing never leaves the path without an index: the new generation is written and
+fsynced beside the live one, then CURRENT is replaced (write temp + fsync + ``os.replace``,
+the commit point), then generations other than the new and the previous one are removed.
+A crashed writer's unpublished generation is removed by the next writer, under the lock.
+Readers take no lock: they read CURRENT, open that generation, and start over if it was
+pruned meanwhile (CURRENT moved), so they always see one complete generation. Open files
+and memory maps outlive a pruned generation (POSIX unlink semantics).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import sqlite3
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, TypeVar
 
+import filelock
 import numpy as np
 
 from .records import Chunk, Extraction, Segment
 
-FORMAT_VERSION = 3  # 2: states per entity entry (DESIGN §4); 3: usearch over distinct rows
+# 2: states per entity entry (DESIGN §4); 3: usearch over distinct rows;
+# 4: generation directories under a CURRENT pointer
+FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 TEXTS = "texts.sqlite"
+CURRENT = "CURRENT"
+LOCK = ".lock"
 VECTOR_KINDS = ("node_vec", "edge_vec", "chunk_vec")
+_GEN = re.compile(r"^gen-(\d{6,})-[0-9a-f]{8}$")
+_POINTER_TMP = f".{CURRENT}.tmp-"
+_LEGACY = (MANIFEST, TEXTS, "arrays", "vectors", "ann")  # format <= 3 kept these at the root
+READ_ATTEMPTS = 8  # a reader starts over this often while writers keep publishing
+KILL_ENV = "HYPERRAG_TEST_KILL_AT"  # test hook, see _kill_point
+T = TypeVar("T")
 
 
 class IndexError_(Exception):
@@ -45,6 +69,10 @@ class IndexCorruptedError(IndexError_):
 
 class IndexMismatchError(IndexError_):
     """The index was written by another format version, embedder or extractor."""
+
+
+class IndexLockedError(IndexError_):
+    """Another writer holds the index's lock (and did not release it within the timeout)."""
 
 
 @dataclass
@@ -120,9 +148,14 @@ def _write_npy(path: Path, a: np.ndarray) -> None:
     if src is not None:
         try:
             os.link(src, path)
+            return
         except OSError:
+            pass
+        try:
             shutil.copyfile(src, path)
-        return
+            return
+        except OSError:  # its generation was pruned: the memory map still reads
+            pass
     np.save(path, np.ascontiguousarray(a), allow_pickle=False)
 
 
@@ -151,58 +184,235 @@ def _write_sqlite(path: Path, s: StoredIndex) -> None:
         con.close()
 
 
+# ------------------------------------------------------------------- writer lock
+def _check_replaceable(root: Path) -> None:
+    """FileExistsError unless ``root`` is absent, an index (any format), or holds only
+    what a writer of this module leaves (lock, generations, pointer temp files)."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise FileExistsError(f"{root} exists and is not an index directory; "
+                              f"refusing to replace it")
+    names = set(os.listdir(root))
+    if CURRENT in names or MANIFEST in names:
+        return
+    foreign = [n for n in names if n != LOCK and not _GEN.match(n)
+               and not n.startswith(_POINTER_TMP)]
+    if foreign:
+        raise FileExistsError(f"{root} exists and is not an index directory (it holds "
+                              f"{sorted(foreign)[:3]}); refusing to replace it")
+
+
+@contextmanager
+def writer_lock(path: str | os.PathLike, timeout: float = 0,
+                create: bool = True) -> Iterator[Path]:
+    """Hold the single-writer lock of index directory ``path`` (the file ``<path>/.lock``).
+
+    Wrap a whole read-modify-write in it (load, add/delete, save); :func:`save_index`
+    takes it too, re-entrantly when the calling thread holds it already. Another process
+    or thread holding it is waited for up to ``timeout`` seconds (0: refuse at once;
+    negative: wait indefinitely), then :class:`IndexLockedError`. ``create`` makes the
+    directory if need be (else FileNotFoundError). Readers never take this lock.
+    """
+    root = Path(os.path.realpath(path))
+    if not create and not root.is_dir():
+        raise FileNotFoundError(f"no index directory at {path}")
+    _check_replaceable(root)
+    root.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(root / LOCK, is_singleton=True)
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        raise IndexLockedError(
+            f"{path} is being written by another writer (lock {root / LOCK}); try again "
+            f"when it is done, or wait for it with --lock-timeout SECONDS "
+            f"(API: writer_lock(path, timeout=...))") from None
+    try:
+        yield root
+    finally:
+        lock.release()
+
+
+# ------------------------------------------------------------------------- saving
+def _kill_point(step: str) -> None:
+    """Test hook: SIGKILL this process at the named publish step when the environment
+    variable HYPERRAG_TEST_KILL_AT names it (tests/test_store_concurrency.py)."""
+    if os.environ.get(KILL_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _seq(name: str) -> int | None:
+    m = _GEN.match(name)
+    return int(m.group(1)) if m else None
+
+
+def current_generation(path: str | os.PathLike) -> str | None:
+    """The generation name CURRENT of index dir ``path`` points at (None: no CURRENT)."""
+    f = Path(path) / CURRENT
+    try:
+        name = f.read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise IndexCorruptedError(f"{f}: unreadable ({e})") from None
+    if not _GEN.match(name):
+        raise IndexCorruptedError(f"{f}: names {name[:80]!r}, not a generation directory")
+    return name
+
+
+def _rmtree_generation(d: Path) -> None:
+    """Remove a generation, manifest first: a half-removed one is never complete."""
+    try:
+        (d / MANIFEST).unlink()
+    except FileNotFoundError:
+        pass
+    _kill_point("pruning")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _remove_leftovers(root: Path, keep: set[str]) -> None:
+    """Under the lock: remove generations not in ``keep``, pointer temp files, the root
+    files of a format <= 3 index once CURRENT exists, and the ``.<name>.tmp-*`` /
+    ``.<name>.old-*`` folders the format <= 3 save left beside the index."""
+    for n in sorted(os.listdir(root)):
+        p = root / n
+        if _GEN.match(n) and n not in keep:
+            _rmtree_generation(p)
+        elif n.startswith(_POINTER_TMP):
+            p.unlink(missing_ok=True)
+        elif n in _LEGACY and (root / CURRENT).is_file():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
+    for p in root.parent.iterdir():
+        if aside.match(p.name) and p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _clean(root: Path) -> str | None:
+    """Remove a crashed writer's leftovers, keeping the live and the previous generation
+    (a reader may still be opening it). Returns the live generation's name."""
+    try:
+        live = current_generation(root)
+    except IndexCorruptedError:  # an unreadable pointer: keep every generation
+        live, keep = None, {n for n in os.listdir(root) if _GEN.match(n)}
+    else:
+        keep = set()
+        if live is not None:
+            older = [n for n in os.listdir(root) if _GEN.match(n) and _seq(n) < _seq(live)]
+            keep = {live, *([max(older, key=_seq)] if older else [])}
+    _remove_leftovers(root, keep)
+    return live
+
+
+def _write_generation(gen: Path, s: StoredIndex,
+                      write_ann: Callable[[Path], dict[str, str]] | None) -> None:
+    for name, a in s.arrays.items():
+        _write_npy(gen / "arrays" / f"{name}.npy", a)
+    for name in VECTOR_KINDS:
+        v = s.vectors[name]
+        _write_npy(gen / "vectors" / f"{name}.npy",
+                   v if v.dtype == np.float32 else np.asarray(v, np.float32))
+    _kill_point("generation_partial")
+    ann_files: dict[str, str] = {}
+    if write_ann is not None:
+        (gen / "ann").mkdir()
+        ann_files = {k: f"ann/{v}" for k, v in write_ann(gen / "ann").items()}
+    _write_sqlite(gen / TEXTS, s)
+    files = sorted(p for p in gen.rglob("*") if p.is_file())
+    manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
+                    files={p.relative_to(gen).as_posix(): _sha256(p) for p in files})
+    (gen / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+    for p in [*files, gen / MANIFEST]:
+        _fsync_path(p)
+    for d in {p.parent for p in files} | {gen}:
+        _fsync_path(d)
+
+
+def _publish(root: Path, name: str) -> None:
+    """Point CURRENT at generation ``name``: write temp + fsync + os.replace (atomic)."""
+    tmp = root / f"{_POINTER_TMP}{uuid.uuid4().hex[:8]}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(name + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_path(root)  # the new generation's entry
+    _kill_point("pointer_temp")
+    os.replace(tmp, root / CURRENT)
+    _kill_point("pointer_replaced")
+    _fsync_path(root)
+
+
 def save_index(path: str | os.PathLike, s: StoredIndex,
-               write_ann: Callable[[Path], dict[str, str]] | None = None) -> None:
-    """Atomically write ``s`` to directory ``path``.
+               write_ann: Callable[[Path], dict[str, str]] | None = None) -> Path:
+    """Write ``s`` as a new generation of index directory ``path`` and publish it
+    (see the module docstring); returns the generation directory.
 
     ``write_ann(dir)`` writes ANN files into ``dir`` and returns ``{kind: file name}``.
     ``s.manifest`` gets ``format_version``, ``files`` (sha256) and ``ann_files`` added.
-    If anything fails, the temp dir is removed and an existing index stays untouched.
+    Takes the writer lock (timeout 0) unless this thread holds it. If anything fails
+    before publishing, the new generation is removed and the live one stays untouched.
     """
-    target = Path(path).absolute()
-    if target.exists() and not (target / MANIFEST).is_file():
-        raise FileExistsError(f"{target} exists and is not an index directory; "
-                              f"refusing to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        for name, a in s.arrays.items():
-            _write_npy(tmp / "arrays" / f"{name}.npy", a)
-        for name in VECTOR_KINDS:
-            v = s.vectors[name]
-            _write_npy(tmp / "vectors" / f"{name}.npy",
-                       v if v.dtype == np.float32 else np.asarray(v, np.float32))
-        ann_files: dict[str, str] = {}
-        if write_ann is not None:
-            (tmp / "ann").mkdir()
-            ann_files = {k: f"ann/{v}" for k, v in write_ann(tmp / "ann").items()}
-        _write_sqlite(tmp / TEXTS, s)
-        files = sorted(p for p in tmp.rglob("*") if p.is_file())
-        manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
-                        files={p.relative_to(tmp).as_posix(): _sha256(p) for p in files})
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
-        for p in [*files, tmp / MANIFEST]:
-            _fsync_path(p)
-        for d in {p.parent for p in files} | {tmp}:
-            _fsync_path(d)
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(target, old)
-        os.rename(tmp, target)
-        _fsync_path(target.parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with writer_lock(path) as root:
+        live = _clean(root)
+        _kill_point("cleaned")
+        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
+        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
+        gen.mkdir()
+        try:
+            _write_generation(gen, s, write_ann)
+        except BaseException:
+            shutil.rmtree(gen, ignore_errors=True)
+            raise
+        _kill_point("generation_written")
+        _publish(root, gen.name)
+        _remove_leftovers(root, {gen.name, *([live] if live else [])})
+    return gen
 
 
 # ------------------------------------------------------------------------ loading
+def generation_dir(path: str | os.PathLike) -> Path:
+    """The directory of the generation index dir ``path`` publishes now (``path`` itself
+    when it has no CURRENT: a format <= 3 index, or a generation directory)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no index directory at {root}")
+    name = current_generation(root)
+    return root if name is None else root / name
+
+
+def manifest_path(path: str | os.PathLike) -> Path:
+    """Where the live manifest of index dir ``path`` is (the file may be missing)."""
+    try:
+        return generation_dir(path) / MANIFEST
+    except (OSError, IndexError_):
+        return Path(path) / MANIFEST
+
+
+def read_generation(path: str | os.PathLike, fn: Callable[[Path], T]) -> T:
+    """``fn(generation directory)`` for the generation ``path`` publishes. A failure
+    after CURRENT moved (a writer published and pruned the generation meanwhile) starts
+    over with the new one; a failure with CURRENT unchanged is raised."""
+    root = Path(path)
+    for attempt in range(READ_ATTEMPTS):
+        gen = generation_dir(root)
+        try:
+            return fn(gen)
+        except Exception:  # noqa: BLE001 - raised again unless CURRENT moved
+            try:
+                moved = generation_dir(root) != gen
+            except (OSError, IndexError_):
+                moved = False
+            if not moved or attempt == READ_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
     """The parsed manifest of index dir ``path``; clear errors for missing/bad/old ones."""
-    root = Path(path)
+    return read_generation(path, _read_manifest_at)
+
+
+def _read_manifest_at(root: Path) -> dict[str, Any]:
     if not root.is_dir():
         raise FileNotFoundError(f"no index directory at {root}")
     mf = root / MANIFEST
@@ -224,10 +434,14 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> StoredIndex:
-    """Read an index directory; ``mmap`` maps .npy files read-only; ``verify`` checks the
-    sha256 of every file listed in the manifest (skip it for speed on trusted disks)."""
-    root = Path(path)
-    manifest = read_manifest(root)
+    """Read the live generation of an index directory; ``mmap`` maps .npy files read-only;
+    ``verify`` checks the sha256 of every file listed in the manifest (skip it for speed
+    on trusted disks)."""
+    return read_generation(path, lambda gen: _load_generation(gen, mmap, verify))
+
+
+def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
+    manifest = _read_manifest_at(root)
     for rel, digest in manifest["files"].items():
         p = root / rel
         if not p.is_file():
@@ -243,7 +457,8 @@ def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) 
         except (ValueError, OSError, EOFError) as e:
             raise IndexCorruptedError(f"{root / rel}: unreadable array ({e})") from None
 
-    arrays = {p.stem: npy(f"arrays/{p.name}") for p in sorted((root / "arrays").glob("*.npy"))}
+    arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
+              if rel.startswith("arrays/") and rel.endswith(".npy")}
     vectors = {k: npy(f"vectors/{k}.npy") for k in VECTOR_KINDS}
     try:
         texts = _read_sqlite(root / TEXTS)

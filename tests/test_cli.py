@@ -6,6 +6,7 @@ import json
 import pytest
 
 from hyperrag_fast.cli import main
+from hyperrag_fast.store import generation_dir
 
 
 def run(capsys, *argv):
@@ -66,7 +67,7 @@ def test_clear_errors(tmp_path, corpus, capsys):
     ix = tmp_path / "ix"
     assert run(capsys, "index", str(docs), str(ix), "--extractor", "regex",
                "--embedder", "hashing")[0] == 0
-    f = ix / "arrays" / "node_chunk.npy"
+    f = generation_dir(ix) / "arrays" / "node_chunk.npy"
     data = bytearray(f.read_bytes())
     data[-1] ^= 1
     f.write_bytes(bytes(data))

@@ -1,4 +1,6 @@
-"""Index directory persistence: round trip, mmap, corruption, mismatch, atomic save."""
+"""Index directory persistence: round trip, mmap, corruption, mismatch, atomic save.
+
+More on concurrent writers, crashes and readers: tests/test_store_concurrency.py."""
 from __future__ import annotations
 
 import json
@@ -45,7 +47,7 @@ def test_round_trip(tmp_path, index, mmap):
     _same(index, got)
     assert isinstance(got.node_vec, np.memmap) == mmap
     assert got.chunks[0].metadata == index.chunks[0].metadata
-    m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    m = json.loads((store.generation_dir(tmp_path / "ix") / "manifest.json").read_text())
     assert m["format_version"] == store.FORMAT_VERSION
     assert m["counts"]["chunks"] == 3 and m["embedder"]["dim"] == 64
     assert all(len(d) == 64 for d in m["files"].values())
@@ -53,7 +55,7 @@ def test_round_trip(tmp_path, index, mmap):
 
 def test_flipped_byte_is_reported(tmp_path, index):
     index.save(tmp_path / "ix")
-    f = tmp_path / "ix" / "vectors" / "node_vec.npy"
+    f = store.generation_dir(tmp_path / "ix") / "vectors" / "node_vec.npy"
     data = bytearray(f.read_bytes())
     data[-3] ^= 0xFF
     f.write_bytes(bytes(data))
@@ -64,7 +66,7 @@ def test_flipped_byte_is_reported(tmp_path, index):
 
 def test_truncated_manifest(tmp_path, index):
     index.save(tmp_path / "ix")
-    mf = tmp_path / "ix" / "manifest.json"
+    mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
     mf.write_text(mf.read_text()[:40])
     with pytest.raises(IndexCorruptedError, match="manifest"):
         HyperIndex.load(tmp_path / "ix")
@@ -72,14 +74,14 @@ def test_truncated_manifest(tmp_path, index):
 
 def test_missing_file(tmp_path, index):
     index.save(tmp_path / "ix")
-    (tmp_path / "ix" / "arrays" / "edge_ptr.npy").unlink()
+    (store.generation_dir(tmp_path / "ix") / "arrays" / "edge_ptr.npy").unlink()
     with pytest.raises(IndexCorruptedError, match="edge_ptr.npy"):
         HyperIndex.load(tmp_path / "ix")
 
 
 def test_format_version_mismatch(tmp_path, index):
     index.save(tmp_path / "ix")
-    mf = tmp_path / "ix" / "manifest.json"
+    mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
     m = json.loads(mf.read_text())
     m["format_version"] = 999
     mf.write_text(json.dumps(m))

@@ -27,7 +27,7 @@ from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
 from ..retriever import METHODS, QueryOptions, Retriever
-from ..store import FORMAT_VERSION, MANIFEST
+from ..store import FORMAT_VERSION, manifest_path
 from .data import Dataset, corpus_checksum, load_dataset
 from .metrics import KS, summarize
 from .report import write_markdown
@@ -73,7 +73,7 @@ def _peak_rss_mb() -> float:
 def _reuse_reason(index_dir: Path, ds: Dataset, extractor: Extractor,
                   embedder: Embedder) -> str | None:
     """None if the saved index fits (extractor, embedder, corpus); else why not."""
-    path = index_dir / MANIFEST
+    path = manifest_path(index_dir)
     if not path.is_file():
         return f"no index at {index_dir}"
     m = json.loads(path.read_text(encoding="utf-8"))
