@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .records import Chunk, Extraction, Segment
+from .validate import check_structure
 
 FORMAT_VERSION = 3  # 2: states per entity entry (DESIGN §4); 3: usearch over distinct rows
 MANIFEST = "manifest.json"
@@ -216,6 +217,7 @@ def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) 
 
     arrays = {p.stem: npy(f"arrays/{p.name}") for p in sorted((root / "arrays").glob("*.npy"))}
     vectors = {k: npy(f"vectors/{k}.npy") for k in VECTOR_KINDS}
+    check_structure(manifest, arrays, vectors, root)  # before any compiled code reads them
     try:
         texts = _read_sqlite(root / TEXTS)
     except (sqlite3.Error, KeyError, ValueError) as e:
