@@ -85,20 +85,51 @@ def _existing(path: str) -> str:
 
 
 # -------------------------------------------------------------------- commands
+def _documents(a):
+    """Load ``a.source`` (checked, with ``--encoding``/``--follow-symlinks``) up front."""
+    from .chunking import load_documents
+    from .intake import check_encoding
+    check_encoding(a.encoding)
+    try:
+        return load_documents(_existing(a.source), encoding=a.encoding,
+                              follow_symlinks=a.follow_symlinks)
+    except PermissionError as e:
+        raise CliError(f"{e.filename or a.source}: permission denied") from None
+
+
+def _all_failed(rep, what: str) -> None:
+    if rep.new_chunks and len(rep.extraction_errors) == rep.new_chunks:
+        reasons = ", ".join(f"{r} x{n}" for r, n in list(rep.error_reasons().items())[:3])
+        raise CliError(f"extraction failed for every chunk ({rep.new_chunks}): {reasons}; "
+                       f"{what}")
+
+
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
-    ix = HyperIndex.build(_existing(a.source), make_extractor(a.extractor),
+    from .intake import check_new_index_target, check_writable_parent
+    check_new_index_target(a.index, a.force, lambda p: (p / "manifest.json").is_file())
+    if a.cache_dir:
+        check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
+    docs = _documents(a)
+    ix = HyperIndex.build(docs, make_extractor(a.extractor),
                           make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
                           max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir)
+    _all_failed(ix.report, "nothing was saved")
     ix.save(a.index)
-    return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
+    return {"index": a.index, "report": _report(ix.report, docs.warnings),
+            "counts": ix.manifest()["counts"]}
 
 
 def cmd_add(a) -> dict[str, Any]:
+    from .intake import check_writable_parent
+    check_writable_parent(_existing(a.index))
+    docs = _documents(a)
     ix = _load(a.index, with_extractor=True)
-    rep = ix.add(_existing(a.source), progress=not a.quiet)
+    rep = ix.add(docs, progress=not a.quiet)
+    _all_failed(rep, "nothing was added")
     ix.save(a.index)
-    return {"index": a.index, "report": _report(rep), "counts": ix.manifest()["counts"]}
+    return {"index": a.index, "report": _report(rep, docs.warnings),
+            "counts": ix.manifest()["counts"]}
 
 
 def cmd_delete(a) -> dict[str, Any]:
@@ -113,6 +144,8 @@ def cmd_delete(a) -> dict[str, Any]:
 
 def cmd_query(a) -> dict[str, Any]:
     from .retriever import QueryOptions, Retriever
+    if not a.text.strip():
+        raise CliError("empty query: give a question")
     ix = _load(a.index, verify=not a.no_verify)
     opts = QueryOptions(method=a.method, k_nodes=a.k_nodes, k_edges=a.k_edges,
                         k_chunks=a.k_chunks).with_top_k(a.top_k)
@@ -168,8 +201,12 @@ def cmd_demo(a) -> dict[str, Any]:
     return {"index": str(target), "counts": ix.manifest()["counts"], "answers": answers}
 
 
-def _report(rep) -> dict[str, Any]:
-    return {"summary": rep.summary(), "skipped": rep.skipped,
+def _report(rep, warnings: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    summary = rep.summary()
+    if warnings:
+        summary += f"; {len(warnings)} warning{'s' * (len(warnings) != 1)}: " + "; ".join(
+            w for _, w in warnings[:5]) + (" ..." if len(warnings) > 5 else "")
+    return {"summary": summary, "skipped": rep.skipped, "warnings": [list(w) for w in warnings],
             "extraction_errors": len(rep.extraction_errors),
             "error_reasons": rep.error_reasons()}
 
@@ -190,16 +227,24 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--extractor", choices=("offline", "regex"), default="offline")
     comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
 
-    s = sub.add_parser("index", parents=[common, comp], help="index documents")
+    intake = argparse.ArgumentParser(add_help=False)
+    intake.add_argument("--encoding", default="utf-8",
+                        help="text encoding of .txt/.md files (default utf-8; undecodable "
+                             "bytes are replaced and reported)")
+    intake.add_argument("--follow-symlinks", action="store_true",
+                        help="read symlinks that lead outside the source folder")
+
+    s = sub.add_parser("index", parents=[common, comp, intake], help="index documents")
     s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
     s.add_argument("index", help="index directory to write")
     s.add_argument("--merge", choices=MERGES, default="semi")
     s.add_argument("--max-tokens", type=int, default=256)
     s.add_argument("--overlap", type=int, default=0)
     s.add_argument("--cache-dir", default=None, help="embedding cache directory")
+    s.add_argument("--force", action="store_true", help="replace an existing index")
     s.set_defaults(func=cmd_index)
 
-    s = sub.add_parser("add", parents=[common], help="add documents to an index")
+    s = sub.add_parser("add", parents=[common, intake], help="add documents to an index")
     s.add_argument("index")
     s.add_argument("source")
     s.set_defaults(func=cmd_add)
