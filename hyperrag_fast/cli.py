@@ -142,21 +142,37 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
-def cmd_query(a) -> dict[str, Any]:
+def cmd_query(a) -> dict[str, Any] | None:
+    """One query (``text``), or with ``--questions`` one JSON line per question (printed
+    here, as they are answered; see :mod:`hyperrag_fast.cli_batch`)."""
+    from .cli_batch import read_questions, run_batch
     from .retriever import QueryOptions, Retriever
-    if not a.text.strip():
-        raise CliError("empty query: give a question")
+    if a.questions is not None and a.text is not None:
+        raise CliError("give a question or --questions FILE, not both")
+    if a.questions is None and (a.text is None or not a.text.strip()):
+        raise CliError("empty query: give a question (or --questions FILE)")
+    questions = read_questions(a.questions) if a.questions is not None else None
     ix = _load(a.index, verify=not a.no_verify)
     opts = QueryOptions(method=a.method, k_nodes=a.k_nodes, k_edges=a.k_edges,
                         k_chunks=a.k_chunks).with_top_k(a.top_k)
-    res = Retriever(ix).retrieve(a.text, opts, detail=a.explain)
-    out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
-                           "chunks": [vars(c) for c in res.chunks]}
-    if a.explain:
-        out["explain"] = {k: _plain(v) for k, v in (res.detail or {}).items()}
-        if "cq" in out["explain"]:
-            out["explain"]["cq_chunk_ids"] = [ix.chunks[i].chunk_id for i in out["explain"]["cq"]]
-    return out
+    r = Retriever(ix)
+
+    def render(res) -> dict[str, Any]:
+        out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
+                               "chunks": [vars(c) for c in res.chunks]}
+        if a.explain:
+            out["explain"] = {k: _plain(v) for k, v in (res.detail or {}).items()}
+            if "cq" in out["explain"]:
+                out["explain"]["cq_chunk_ids"] = [ix.chunks[i].chunk_id
+                                                  for i in out["explain"]["cq"]]
+        return out
+
+    if questions is None:
+        return render(r.retrieve(a.text, opts, detail=a.explain))
+    for line in run_batch(questions, lambda qs: r.retrieve_batch(qs, opts, detail=a.explain),
+                          render):
+        print(line, flush=True)
+    return None
 
 
 def cmd_ask(a) -> dict[str, Any]:
@@ -256,7 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("query", parents=[common], help="retrieve chunks (JSON)")
     s.add_argument("index")
-    s.add_argument("text")
+    s.add_argument("text", nargs="?", help="the question (or use --questions)")
+    s.add_argument("--questions", default=None, metavar="FILE",
+                   help="answer every line of FILE (- = stdin): a JSON object "
+                        '{"question", "id"?} or plain text; prints one JSON line each')
     from .retriever import methods_registry
     s.add_argument("--method", choices=sorted(methods_registry()), default="stitch")
     s.add_argument("--top-k", type=int, default=8)
@@ -320,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ValueError, LLMError) as e:
         print(f"hyperrag: error: {e}", file=sys.stderr)
         return 2
+    if out is None:  # the command printed its own output (query --questions)
+        return 0
     if args.json:
         print(json.dumps(out, ensure_ascii=False, default=_plain))
     else:
