@@ -42,10 +42,35 @@ def make_embedder(kind: str):
     return OnnxMiniLM()
 
 
-def make_extractor(kind: str):
-    """``offline`` (spaCy, the default) or ``regex`` (dependency-free, tests only)."""
+def make_extractor(kind: str, args=None, index_path: str | None = None):
+    """``offline`` (spaCy, the default), ``regex`` (dependency-free, tests only) or ``llm``
+    (STITCH-RAG's LLM extraction; ``args`` carry --model/--base-url/--api-key, else the
+    OPENAI_* environment, and the cache folder, see :func:`llm_cache_dir`)."""
+    if kind == "llm":
+        return _llm_extractor(args, args.model, index_path)
     from .extract.offline import OfflineExtractor, RegexExtractor
     return RegexExtractor() if kind == "regex" else OfflineExtractor()
+
+
+def llm_cache_dir(args, index_path: str | None) -> Path:
+    """``--cache-dir``, else ``<INDEX>.cache`` beside the index: LLM answers are cached
+    there (``llm_extract.sqlite``), so a rerun or an ``add`` repeats no finished call."""
+    if args.cache_dir:
+        return Path(args.cache_dir)
+    if index_path is None:
+        raise CliError("--extractor llm needs --cache-dir here")
+    return Path(f"{Path(index_path).absolute()}.cache")
+
+
+def _llm_extractor(args, model: str | None, index_path: str | None):
+    from .cli_answers import make_client
+    from .extract.llm import LLMExtractor
+    from .intake import check_writable_parent
+    client = make_client(args.base_url, model, args.api_key, args.timeout)
+    cache = llm_cache_dir(args, index_path) / "llm_extract.sqlite"
+    check_writable_parent(cache)
+    return LLMExtractor(client, cache, max_concurrency=args.concurrency,
+                        retry_failures=args.retry_failures)
 
 
 def embedder_for(manifest: dict[str, Any]):
@@ -61,8 +86,17 @@ def embedder_for(manifest: dict[str, Any]):
                    f"construct; use the Python API")
 
 
-def extractor_for(manifest: dict[str, Any]):
+def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = None):
+    """The extractor an index was built with, from its manifest name (an LLM one with
+    the model of the name and the endpoint of ``args`` / the environment)."""
     name = manifest["extractor"]
+    if name.startswith("llm:") and args is not None:
+        from .extract.llm import PROMPT_VERSION
+        model, version = name[len("llm:"):].rsplit(":", 1)
+        if version != PROMPT_VERSION or (args.model and args.model != model):
+            raise CliError(f"the index was built with extractor {name!r}; this CLI would "
+                           f"extract with 'llm:{args.model or model}:{PROMPT_VERSION}'")
+        return _llm_extractor(args, model, index_path)
     if name.startswith("offline-spacy"):
         return make_extractor("offline")
     if name.startswith("regex-v1"):
@@ -71,11 +105,12 @@ def extractor_for(manifest: dict[str, Any]):
                    f"construct; use the Python API")
 
 
-def _load(path: str, with_extractor: bool = False, verify: bool = True):
+def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None):
     from .index import HyperIndex
     manifest = read_manifest(path)
+    extractor = extractor_for(manifest, args, path) if with_extractor else None
     return HyperIndex.load(path, embedder=embedder_for(manifest), verify=verify,
-                           extractor=extractor_for(manifest) if with_extractor else None)
+                           extractor=extractor)
 
 
 def _existing(path: str) -> str:
@@ -110,9 +145,9 @@ def cmd_index(a) -> dict[str, Any]:
     check_new_index_target(a.index, a.force, lambda p: (p / "manifest.json").is_file())
     if a.cache_dir:
         check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
+    extractor = make_extractor(a.extractor, a, a.index)
     docs = _documents(a)
-    ix = HyperIndex.build(docs, make_extractor(a.extractor),
-                          make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
+    ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
                           max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir)
     _all_failed(ix.report, "nothing was saved")
     ix.save(a.index)
@@ -123,8 +158,8 @@ def cmd_index(a) -> dict[str, Any]:
 def cmd_add(a) -> dict[str, Any]:
     from .intake import check_writable_parent
     check_writable_parent(_existing(a.index))
+    ix = _load(a.index, with_extractor=True, args=a)
     docs = _documents(a)
-    ix = _load(a.index, with_extractor=True)
     rep = ix.add(docs, progress=not a.quiet)
     _all_failed(rep, "nothing was added")
     ix.save(a.index)
@@ -198,7 +233,7 @@ def cmd_demo(a) -> dict[str, Any]:
         raise CliError(f"the example corpus is not at {EXAMPLE_CORPUS}: broken install?")
     target = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="hyperrag-demo-")) / "index"
     embedder = make_embedder(a.embedder)
-    ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor), embedder,
+    ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor, a, str(target)), embedder,
                           progress=not a.quiet)
     ix.save(target)
     from .retriever import QueryOptions
@@ -240,7 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON")
     common.add_argument("--quiet", action="store_true", help="no progress bars")
     comp = argparse.ArgumentParser(add_help=False)
-    comp.add_argument("--extractor", choices=("offline", "regex"), default="offline")
+    comp.add_argument("--extractor", choices=("offline", "regex", "llm"), default="offline",
+                      help="llm: an OpenAI-compatible model (--model, --base-url, "
+                           "$OPENAI_API_KEY), answers cached in --cache-dir")
+    from .cli_answers import add_llm_args
+    llm = argparse.ArgumentParser(add_help=False)
+    add_llm_args(llm)
+    llm.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
+    llm.add_argument("--concurrency", type=int, default=8, help="LLM requests in flight")
+    llm.add_argument("--retry-failures", action="store_true",
+                     help="re-ask chunks whose cached LLM answers were unusable")
     comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
 
     intake = argparse.ArgumentParser(add_help=False)
@@ -250,19 +294,21 @@ def build_parser() -> argparse.ArgumentParser:
     intake.add_argument("--follow-symlinks", action="store_true",
                         help="read symlinks that lead outside the source folder")
 
-    s = sub.add_parser("index", parents=[common, comp, intake], help="index documents")
+    s = sub.add_parser("index", parents=[common, comp, intake, llm], help="index documents")
     s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
     s.add_argument("index", help="index directory to write")
     s.add_argument("--merge", choices=MERGES, default="semi")
     s.add_argument("--max-tokens", type=int, default=256)
     s.add_argument("--overlap", type=int, default=0)
-    s.add_argument("--cache-dir", default=None, help="embedding cache directory")
+    s.add_argument("--cache-dir", default=None,
+                   help="embedding (and LLM answer) cache directory; LLM default <INDEX>.cache")
     s.add_argument("--force", action="store_true", help="replace an existing index")
     s.set_defaults(func=cmd_index)
 
-    s = sub.add_parser("add", parents=[common, intake], help="add documents to an index")
+    s = sub.add_parser("add", parents=[common, intake, llm], help="add documents to an index")
     s.add_argument("index")
     s.add_argument("source")
+    s.add_argument("--cache-dir", default=None, help="LLM answer cache (default <INDEX>.cache)")
     s.set_defaults(func=cmd_add)
 
     s = sub.add_parser("delete", parents=[common], help="delete documents by id")
@@ -296,8 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-verify", action="store_true")
     s.set_defaults(func=cmd_info)
 
-    s = sub.add_parser("demo", parents=[common, comp], help="index the example corpus, ask")
+    s = sub.add_parser("demo", parents=[common, comp, llm], help="index the example corpus, ask")
     s.add_argument("--dir", default=None, help="where to write the demo index")
+    s.add_argument("--cache-dir", default=None, help="LLM answer cache (default <DIR>.cache)")
     s.set_defaults(func=cmd_demo)
     return p
 
