@@ -165,6 +165,21 @@ def test_read_only_parent_is_a_one_line_error(tmp_path, docs):
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
 
 
+def test_unreadable_file_is_a_one_line_error(tmp_path, docs):
+    secret = docs / "secret.md"
+    secret.write_text("# Secret\n\nThe Secret Plan.")
+    os.chmod(secret, 0o000)
+    try:
+        r = subprocess.run([*_without_root_powers(), sys.executable, "-m", "hyperrag_fast.cli",
+                            "index", str(docs), str(tmp_path / "ix"), *FAST, "--quiet"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    finally:
+        os.chmod(secret, 0o644)
+    assert r.returncode == 2, r.stderr
+    assert "permission denied" in r.stderr and "secret.md" in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
 # ------------------------------------------------------------------ failed builds
 class FailingExtractor:
     name = "regex-v1:title=1"
