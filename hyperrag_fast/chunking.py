@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from .intake import (TEXT_SUFFIXES, binary_reason, check_encoding, decode, read_bytes,
+                     scan_folder)
 from .records import Chunk
+
+log = logging.getLogger(__name__)
 
 #: a tokenizer maps a text to the ``(start, end)`` character spans of its tokens.
 Tokenizer = Callable[[str], Sequence[tuple[int, int]]]
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 _WORD = re.compile(r"\S+")
 _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?][\"')\]\u201d\u2019]*$")
@@ -48,10 +52,12 @@ class Skipped:
 
 @dataclass
 class LoadResult:
-    """What :func:`load_documents` returns: loaded documents, in order, and skips."""
+    """What :func:`load_documents` returns: loaded documents, in order, skips, and
+    warnings as ``(doc_id, message)`` (e.g. undecodable bytes replaced)."""
 
     documents: list[Document]
     skipped: list[Skipped]
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
     def __iter__(self):
         return iter(self.documents)
@@ -63,7 +69,8 @@ class LoadResult:
 # ----------------------------------------------------------------------------- loading
 
 
-def load_documents(source: str | os.PathLike | Iterable[Any]) -> LoadResult:
+def load_documents(source: str | os.PathLike | Iterable[Any], *, encoding: str = "utf-8",
+                   follow_symlinks: bool = False) -> LoadResult:
     """Load documents from a path (file or folder) or from an iterable.
 
     Paths: a ``.txt``/``.md`` file; a folder searched recursively for them (sorted,
@@ -72,22 +79,31 @@ def load_documents(source: str | os.PathLike | Iterable[Any]) -> LoadResult:
     records or a ``{title: text | [sentences]}`` dict; a ``.jsonl`` file of records.
     Iterables may yield :class:`Document`, record dicts or plain strings.
 
-    Undecodable bytes are replaced and noted in ``metadata["warnings"]``; empty
-    documents are returned in ``skipped``; a repeated ``doc_id`` raises ValueError.
+    Files are decoded with ``encoding`` (UTF-8 by default); undecodable bytes are
+    replaced, counted and reported in ``warnings`` (and ``metadata["warnings"]``).
+    Binary files, other file types, hidden files and symlinks leaving the folder
+    (unless ``follow_symlinks``) are listed in ``skipped`` with the reason, as are
+    empty documents (see :mod:`hyperrag_fast.intake`); a repeated ``doc_id`` raises
+    ValueError.
     """
+    skipped: list[Skipped] = []
     if isinstance(source, (str, os.PathLike)):
-        raw = _load_path(Path(source))
+        raw, skips = _load_path(Path(source), check_encoding(encoding), follow_symlinks)
+        skipped = [Skipped(d, r) for d, r in skips]
     elif isinstance(source, (bytes, dict)):
         raise TypeError("load_documents takes a path or an iterable of documents, "
                         f"not {type(source).__name__}")
     else:
         raw = [_coerce_item(item, i) for i, item in enumerate(source)]
-    return _finish(raw)
+    res = _finish(raw, skipped)
+    for doc_id, w in res.warnings:
+        log.warning("%s", w)
+    return res
 
 
-def _finish(docs: Iterable[Document]) -> LoadResult:
+def _finish(docs: Iterable[Document], skipped: list[Skipped]) -> LoadResult:
     out: list[Document] = []
-    skipped: list[Skipped] = []
+    warnings: list[tuple[str, str]] = []
     seen: set[str] = set()
     for d in docs:
         if d.doc_id in seen:
@@ -97,17 +113,14 @@ def _finish(docs: Iterable[Document]) -> LoadResult:
             skipped.append(Skipped(d.doc_id, "empty text"))
         else:
             out.append(d)
-    return LoadResult(out, skipped)
+            warnings += [(d.doc_id, w) for w in d.metadata.get("warnings", ())]
+    once = {w: d for d, w in reversed(warnings)}  # a file's warning on each of its records
+    return LoadResult(out, skipped, [(d, w) for w, d in reversed(once.items())])
 
 
-def _read_text(path: Path) -> tuple[str, list[str]]:
-    """Decode a file as UTF-8 (BOM stripped); undecodable bytes become U+FFFD + a warning."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig"), []
-    except UnicodeDecodeError as e:
-        text = data.decode("utf-8-sig", errors="replace")
-        return text, [f"{path.name}: non-UTF-8 bytes replaced with U+FFFD (first at byte {e.start})"]
+def _read_text(path: Path, encoding: str = "utf-8") -> tuple[str, list[str]]:
+    """Decode a file (see :func:`hyperrag_fast.intake.decode`): text and warnings."""
+    return decode(read_bytes(path), path.name, encoding)
 
 
 def _with_warnings(meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
@@ -117,8 +130,8 @@ def _with_warnings(meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     return meta
 
 
-def _text_file_doc(path: Path, doc_id: str) -> Document:
-    text, warnings = _read_text(path)
+def _text_file_doc(path: Path, doc_id: str, data: bytes, encoding: str) -> Document:
+    text, warnings = decode(data, doc_id, encoding)
     title = path.stem
     if path.suffix.lower() in (".md", ".markdown"):
         m = _MD_HEADING.search(text)
@@ -127,20 +140,33 @@ def _text_file_doc(path: Path, doc_id: str) -> Document:
     return Document(doc_id, title, text, _with_warnings({"source": str(path)}, warnings))
 
 
-def _load_path(path: Path) -> list[Document]:
+def _text_files(files: list[tuple[Path, str]], encoding: str
+                ) -> tuple[list[Document], list[tuple[str, str]]]:
+    docs, skipped = [], []
+    for p, doc_id in files:
+        data = read_bytes(p)
+        why = binary_reason(data, encoding)
+        if why:
+            skipped.append((doc_id, why))
+        else:
+            docs.append(_text_file_doc(p, doc_id, data, encoding))
+    return docs, skipped
+
+
+def _load_path(path: Path, encoding: str, follow_symlinks: bool
+               ) -> tuple[list[Document], list[tuple[str, str]]]:
+    """Documents and ``(doc_id, reason)`` skips of a file or folder."""
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
     if path.is_dir():
-        files = sorted(
-            (p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES),
-            key=lambda p: p.relative_to(path).as_posix(),
-        )
-        return [_text_file_doc(p, p.relative_to(path).as_posix()) for p in files]
+        files, skipped = scan_folder(path, follow_symlinks)
+        docs, binary = _text_files([(p, p.relative_to(path).as_posix()) for p in files], encoding)
+        return docs, sorted(skipped + binary)
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        return [_text_file_doc(path, path.name)]
+        return _text_files([(path, path.name)], encoding)
     if suffix in (".json", ".jsonl"):
-        text, warnings = _read_text(path)
+        text, warnings = _read_text(path, encoding)
         if suffix == ".json":
             try:
                 data = json.loads(text)
@@ -160,7 +186,7 @@ def _load_path(path: Path) -> list[Document]:
         for d in docs:
             d.metadata.setdefault("source", str(path))
         return [Document(d.doc_id, d.title, d.text, _with_warnings(d.metadata, warnings))
-                for d in docs]
+                for d in docs], []
     raise ValueError(f"unsupported file type {suffix!r} for {path}; "
                      f"expected one of {TEXT_SUFFIXES + ('.json', '.jsonl')} or a folder")
 

@@ -42,10 +42,35 @@ def make_embedder(kind: str):
     return OnnxMiniLM()
 
 
-def make_extractor(kind: str):
-    """``offline`` (spaCy, the default) or ``regex`` (dependency-free, tests only)."""
+def make_extractor(kind: str, args=None, index_path: str | None = None):
+    """``offline`` (spaCy, the default), ``regex`` (dependency-free, tests only) or ``llm``
+    (STITCH-RAG's LLM extraction; ``args`` carry --model/--base-url/--api-key, else the
+    OPENAI_* environment, and the cache folder, see :func:`llm_cache_dir`)."""
+    if kind == "llm":
+        return _llm_extractor(args, args.model, index_path)
     from .extract.offline import OfflineExtractor, RegexExtractor
     return RegexExtractor() if kind == "regex" else OfflineExtractor()
+
+
+def llm_cache_dir(args, index_path: str | None) -> Path:
+    """``--cache-dir``, else ``<INDEX>.cache`` beside the index: LLM answers are cached
+    there (``llm_extract.sqlite``), so a rerun or an ``add`` repeats no finished call."""
+    if args.cache_dir:
+        return Path(args.cache_dir)
+    if index_path is None:
+        raise CliError("--extractor llm needs --cache-dir here")
+    return Path(f"{Path(index_path).absolute()}.cache")
+
+
+def _llm_extractor(args, model: str | None, index_path: str | None):
+    from .cli_answers import make_client
+    from .extract.llm import LLMExtractor
+    from .intake import check_writable_parent
+    client = make_client(args.base_url, model, args.api_key, args.timeout)
+    cache = llm_cache_dir(args, index_path) / "llm_extract.sqlite"
+    check_writable_parent(cache)
+    return LLMExtractor(client, cache, max_concurrency=args.concurrency,
+                        retry_failures=args.retry_failures)
 
 
 def embedder_for(manifest: dict[str, Any]):
@@ -61,8 +86,17 @@ def embedder_for(manifest: dict[str, Any]):
                    f"construct; use the Python API")
 
 
-def extractor_for(manifest: dict[str, Any]):
+def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = None):
+    """The extractor an index was built with, from its manifest name (an LLM one with
+    the model of the name and the endpoint of ``args`` / the environment)."""
     name = manifest["extractor"]
+    if name.startswith("llm:") and args is not None:
+        from .extract.llm import PROMPT_VERSION
+        model, version = name[len("llm:"):].rsplit(":", 1)
+        if version != PROMPT_VERSION or (args.model and args.model != model):
+            raise CliError(f"the index was built with extractor {name!r}; this CLI would "
+                           f"extract with 'llm:{args.model or model}:{PROMPT_VERSION}'")
+        return _llm_extractor(args, model, index_path)
     if name.startswith("offline-spacy"):
         return make_extractor("offline")
     if name.startswith("regex-v1"):
@@ -71,11 +105,12 @@ def extractor_for(manifest: dict[str, Any]):
                    f"construct; use the Python API")
 
 
-def _load(path: str, with_extractor: bool = False, verify: bool = True):
+def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None):
     from .index import HyperIndex
     manifest = read_manifest(path)
+    extractor = extractor_for(manifest, args, path) if with_extractor else None
     return HyperIndex.load(path, embedder=embedder_for(manifest), verify=verify,
-                           extractor=extractor_for(manifest) if with_extractor else None)
+                           extractor=extractor)
 
 
 def _existing(path: str) -> str:
@@ -96,26 +131,58 @@ def _workdir(index: str) -> Path:
     return Path(index).absolute().parent
 
 
+def _documents(a):
+    """Load ``a.source`` (checked, with ``--encoding``/``--follow-symlinks``) up front."""
+    from .chunking import load_documents
+    from .intake import check_encoding
+    check_encoding(a.encoding)
+    try:
+        return load_documents(_existing(a.source), encoding=a.encoding,
+                              follow_symlinks=a.follow_symlinks)
+    except PermissionError as e:
+        raise CliError(f"{e.filename or a.source}: permission denied") from None
+
+
+def _all_failed(rep, what: str) -> None:
+    if rep.new_chunks and len(rep.extraction_errors) == rep.new_chunks:
+        reasons = ", ".join(f"{r} x{n}" for r, n in list(rep.error_reasons().items())[:3])
+        raise CliError(f"extraction failed for every chunk ({rep.new_chunks}): {reasons}; "
+                       f"{what}")
+
+
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
-    source = _existing(a.source)
+    from .intake import check_new_index_target, check_writable_parent
+    from .store import current_generation
+    check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
+                           or (p / "manifest.json").is_file())  # or an old-format index
+    if a.cache_dir:
+        check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
+    extractor = make_extractor(a.extractor, a, a.index)
+    docs = _documents(a)
     with writer_lock(a.index, a.lock_timeout):
-        ix = HyperIndex.build(source, make_extractor(a.extractor),
-                              make_embedder(a.embedder), merge=a.merge, progress=not a.quiet,
-                              max_tokens=a.max_tokens, overlap=a.overlap, cache_dir=a.cache_dir,
-                              options=_build_options(a), workdir=_workdir(a.index))
+        ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
+                              progress=not a.quiet, max_tokens=a.max_tokens, overlap=a.overlap,
+                              cache_dir=a.cache_dir, options=_build_options(a),
+                              workdir=_workdir(a.index))
+        _all_failed(ix.report, "nothing was saved")
         ix.save(a.index)
-    return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
+    return {"index": a.index, "report": _report(ix.report, docs.warnings),
+            "counts": ix.manifest()["counts"]}
 
 
 def cmd_add(a) -> dict[str, Any]:
-    source = _existing(a.source)
+    from .intake import check_writable_parent
+    check_writable_parent(_existing(a.index))
+    docs = _documents(a)
     with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
-        ix = _load(a.index, with_extractor=True)
-        ix.add(source, progress=not a.quiet, options=_build_options(a),
-               workdir=_workdir(a.index))
+        ix = _load(a.index, with_extractor=True, args=a)
+        rep = ix.add(docs, progress=not a.quiet, options=_build_options(a),
+                     workdir=_workdir(a.index))
+        _all_failed(rep, "nothing was added")
         ix.save(a.index)
-    return {"index": a.index, "report": _report(ix.report), "counts": ix.manifest()["counts"]}
+    return {"index": a.index, "report": _report(rep, docs.warnings),
+            "counts": ix.manifest()["counts"]}
 
 
 def cmd_delete(a) -> dict[str, Any]:
@@ -129,19 +196,37 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
-def cmd_query(a) -> dict[str, Any]:
+def cmd_query(a) -> dict[str, Any] | None:
+    """One query (``text``), or with ``--questions`` one JSON line per question (printed
+    here, as they are answered; see :mod:`hyperrag_fast.cli_batch`)."""
+    from .cli_batch import read_questions, run_batch
     from .retriever import QueryOptions, Retriever
+    if a.questions is not None and a.text is not None:
+        raise CliError("give a question or --questions FILE, not both")
+    if a.questions is None and (a.text is None or not a.text.strip()):
+        raise CliError("empty query: give a question (or --questions FILE)")
+    questions = read_questions(a.questions) if a.questions is not None else None
     ix = _load(a.index, verify=not a.no_verify)
     opts = QueryOptions(method=a.method, k_nodes=a.k_nodes, k_edges=a.k_edges,
                         k_chunks=a.k_chunks).with_top_k(a.top_k)
-    res = Retriever(ix).retrieve(a.text, opts, detail=a.explain)
-    out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
-                           "chunks": [vars(c) for c in res.chunks]}
-    if a.explain:
-        out["explain"] = {k: _plain(v) for k, v in (res.detail or {}).items()}
-        if "cq" in out["explain"]:
-            out["explain"]["cq_chunk_ids"] = [ix.chunks[i].chunk_id for i in out["explain"]["cq"]]
-    return out
+    r = Retriever(ix)
+
+    def render(res) -> dict[str, Any]:
+        out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
+                               "chunks": [vars(c) for c in res.chunks]}
+        if a.explain:
+            out["explain"] = {k: _plain(v) for k, v in (res.detail or {}).items()}
+            if "cq" in out["explain"]:
+                out["explain"]["cq_chunk_ids"] = [ix.chunks[i].chunk_id
+                                                  for i in out["explain"]["cq"]]
+        return out
+
+    if questions is None:
+        return render(r.retrieve(a.text, opts, detail=a.explain))
+    for line in run_batch(questions, lambda qs: r.retrieve_batch(qs, opts, detail=a.explain),
+                          render):
+        print(line, flush=True)
+    return None
 
 
 def cmd_ask(a) -> dict[str, Any]:
@@ -167,7 +252,7 @@ def cmd_demo(a) -> dict[str, Any]:
         raise CliError(f"the example corpus is not at {EXAMPLE_CORPUS}: broken install?")
     target = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="hyperrag-demo-")) / "index"
     embedder = make_embedder(a.embedder)
-    ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor), embedder,
+    ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor, a, str(target)), embedder,
                           progress=not a.quiet)
     ix.save(target)
     from .retriever import QueryOptions
@@ -186,8 +271,12 @@ def cmd_demo(a) -> dict[str, Any]:
     return {"index": str(target), "counts": ix.manifest()["counts"], "answers": answers}
 
 
-def _report(rep) -> dict[str, Any]:
-    return {"summary": rep.summary(), "skipped": rep.skipped,
+def _report(rep, warnings: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    summary = rep.summary()
+    if warnings:
+        summary += f"; {len(warnings)} warning{'s' * (len(warnings) != 1)}: " + "; ".join(
+            w for _, w in warnings[:5]) + (" ..." if len(warnings) > 5 else "")
+    return {"summary": summary, "skipped": rep.skipped, "warnings": [list(w) for w in warnings],
             "extraction_errors": len(rep.extraction_errors),
             "error_reasons": rep.error_reasons(), "embedded_texts": rep.embedded_texts,
             "build": rep.stages}
@@ -206,7 +295,16 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON")
     common.add_argument("--quiet", action="store_true", help="no progress bars")
     comp = argparse.ArgumentParser(add_help=False)
-    comp.add_argument("--extractor", choices=("offline", "regex"), default="offline")
+    comp.add_argument("--extractor", choices=("offline", "regex", "llm"), default="offline",
+                      help="llm: an OpenAI-compatible model (--model, --base-url, "
+                           "$OPENAI_API_KEY), answers cached in --cache-dir")
+    from .cli_answers import add_llm_args
+    llm = argparse.ArgumentParser(add_help=False)
+    add_llm_args(llm)
+    llm.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
+    llm.add_argument("--concurrency", type=int, default=8, help="LLM requests in flight")
+    llm.add_argument("--retry-failures", action="store_true",
+                     help="re-ask chunks whose cached LLM answers were unusable")
     comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
 
     from .build.pipeline import BuildOptions
@@ -224,18 +322,30 @@ def build_parser() -> argparse.ArgumentParser:
                       help="wait this long for another writer of the index to finish "
                            "(default 0: refuse at once, exit 2; negative: wait indefinitely)")
 
-    s = sub.add_parser("index", parents=[common, comp, build, lock], help="index documents")
+    intake = argparse.ArgumentParser(add_help=False)
+    intake.add_argument("--encoding", default="utf-8",
+                        help="text encoding of .txt/.md files (default utf-8; undecodable "
+                             "bytes are replaced and reported)")
+    intake.add_argument("--follow-symlinks", action="store_true",
+                        help="read symlinks that lead outside the source folder")
+
+    s = sub.add_parser("index", parents=[common, comp, intake, llm, build, lock],
+                       help="index documents")
     s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
     s.add_argument("index", help="index directory to write")
     s.add_argument("--merge", choices=MERGES, default="semi")
     s.add_argument("--max-tokens", type=int, default=256)
     s.add_argument("--overlap", type=int, default=0)
-    s.add_argument("--cache-dir", default=None, help="embedding cache directory")
+    s.add_argument("--cache-dir", default=None,
+                   help="embedding (and LLM answer) cache directory; LLM default <INDEX>.cache")
+    s.add_argument("--force", action="store_true", help="replace an existing index")
     s.set_defaults(func=cmd_index)
 
-    s = sub.add_parser("add", parents=[common, build, lock], help="add documents to an index")
+    s = sub.add_parser("add", parents=[common, intake, llm, build, lock],
+                       help="add documents to an index")
     s.add_argument("index")
     s.add_argument("source")
+    s.add_argument("--cache-dir", default=None, help="LLM answer cache (default <INDEX>.cache)")
     s.set_defaults(func=cmd_add)
 
     s = sub.add_parser("delete", parents=[common, lock], help="delete documents by id")
@@ -245,7 +355,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("query", parents=[common], help="retrieve chunks (JSON)")
     s.add_argument("index")
-    s.add_argument("text")
+    s.add_argument("text", nargs="?", help="the question (or use --questions)")
+    s.add_argument("--questions", default=None, metavar="FILE",
+                   help="answer every line of FILE (- = stdin): a JSON object "
+                        '{"question", "id"?} or plain text; prints one JSON line each')
     from .retriever import methods_registry
     s.add_argument("--method", choices=sorted(methods_registry()), default="stitch")
     s.add_argument("--top-k", type=int, default=8)
@@ -266,8 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-verify", action="store_true")
     s.set_defaults(func=cmd_info)
 
-    s = sub.add_parser("demo", parents=[common, comp], help="index the example corpus, ask")
+    s = sub.add_parser("demo", parents=[common, comp, llm], help="index the example corpus, ask")
     s.add_argument("--dir", default=None, help="where to write the demo index")
+    s.add_argument("--cache-dir", default=None, help="LLM answer cache (default <DIR>.cache)")
     s.set_defaults(func=cmd_demo)
     return p
 
@@ -309,6 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ValueError, LLMError) as e:
         print(f"hyperrag: error: {e}", file=sys.stderr)
         return 2
+    if out is None:  # the command printed its own output (query --questions)
+        return 0
     if args.json:
         print(json.dumps(out, ensure_ascii=False, default=_plain))
     else:

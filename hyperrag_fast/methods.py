@@ -132,6 +132,10 @@ def run_stitch(state: RetrieverState, q: np.ndarray, text: str, stitch: StitchOp
     the compiled STIBP + projection + PPR. No hyperedge candidates E0 are searched:
     Alg. 1 reads S(e) only for hyperedges of activated or bridged states, which the
     kernel scores on demand, so E0 cannot change the result (``k_edges`` is unused)."""
+    if o.top_k > o.k_chunks:  # C_q grows from the k_chunks candidates: it may hold fewer
+        raise ValueError(f"top_k={o.top_k} > k_chunks={o.k_chunks}: method {o.method!r} ranks "
+                         f"only chunks reached from its k_chunks candidates; raise k_chunks "
+                         f"(--k-chunks) to at least top_k")
     res = resources(state)
     eng = res.engine(merge)
     t0 = time.perf_counter()

@@ -183,6 +183,8 @@ class Retriever:
             raise ValueError(f"unknown method {o.method!r}; registered: {sorted(METHODS)}")
         if not queries:
             return []
+        if any(not isinstance(t, str) or not t.strip() for t in queries):
+            raise ValueError("empty query: every query must be a non-blank string")
         t0 = time.perf_counter()
         Q = self._embed(queries)
         embed_ms = _ms(t0) / len(queries)

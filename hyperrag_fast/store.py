@@ -42,6 +42,7 @@ import filelock
 import numpy as np
 
 from .records import Chunk, Extraction, Segment
+from .validate import check_structure
 
 # 2: states per entity entry (DESIGN §4); 3: usearch over distinct rows;
 # 4: generation directories under a CURRENT pointer
@@ -460,6 +461,7 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
               if rel.startswith("arrays/") and rel.endswith(".npy")}
     vectors = {k: npy(f"vectors/{k}.npy") for k in VECTOR_KINDS}
+    check_structure(manifest, arrays, vectors, root)  # before any compiled code reads them
     try:
         texts = _read_sqlite(root / TEXTS)
     except (sqlite3.Error, KeyError, ValueError) as e:

@@ -99,7 +99,9 @@ def test_folder_sorted_titles_non_utf8_and_empty(tmp_path):
     c = res.documents[2]
     assert "\ufffd" in c.text and "non-UTF-8" in c.metadata["warnings"][0]
     assert "warnings" not in res.documents[0].metadata
-    assert [(s.doc_id, s.reason) for s in res.skipped] == [("sub/empty.md", "empty text")]
+    assert [(s.doc_id, s.reason) for s in res.skipped] == [
+        ("ignored.csv", "unsupported file type '.csv'"), ("sub/empty.md", "empty text")]
+    assert res.warnings == [("sub/c.txt", c.metadata["warnings"][0])]
     single = load_documents(tmp_path / "b.md")
     assert single.documents[0].doc_id == "b.md"
 

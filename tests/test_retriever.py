@@ -86,8 +86,10 @@ def test_budgets_and_validation(retriever):
         QueryOptions(method="nope")
     with pytest.raises(ValueError, match="k_nodes"):
         QueryOptions(k_nodes=-1)
-    res = retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_edges=0, k_chunks=3))
-    assert 1 <= len(res.chunks) <= 8
+    res = retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_edges=0, k_chunks=3).with_top_k(3))
+    assert 1 <= len(res.chunks) <= 3
+    with pytest.raises(ValueError, match="top_k=8 > k_chunks=3"):  # would be capped silently
+        retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_edges=0, k_chunks=3))
     assert retriever.retrieve_batch([]) == []
     with pytest.raises(TypeError):
         retriever.retrieve_batch("a string")

@@ -1,0 +1,160 @@
+"""Structural validation of a loaded index, run on every load (verified or not).
+
+The compiled query kernels index arrays without bounds checks, so every id and CSR
+pointer they follow must be checked first. :func:`check_structure` enforces, in
+vectorised NumPy (O(size log size), cheap next to sha256):
+
+* dtypes and shapes: int32 ids, int64 pointers, float32 ``(n, dim)`` vectors, all native
+  byte order, counts equal to the manifest's;
+* CSR pointers: ``ptr[0] == 0``, non-decreasing, ``ptr[-1] == len(values)``;
+* ids in range, and the redundant arrays agreeing with each other: ``node_ptr/node_edges``
+  is the transpose of ``edge_ptr/edge_nodes``, ``chunk_ptr/chunk_nodes`` of
+  ``nc_ptr/nc_chunks``, ``group_ptr/group_nodes`` the inverse of ``node_group`` (each
+  group's states ordered by chunk), ``group_chunks`` the distinct chunks per group,
+  ``node_chunk`` the first chunk of each node and ``edge_chunk`` the chunk of each
+  hyperedge's states (see :mod:`hyperrag_fast.hypergraph`);
+* vectors finite and of the manifest's dimension.
+
+A flipped byte in a vector that stays finite is not structural: only the sha256
+check of :func:`hyperrag_fast.store.load_index` (on by default) catches it.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+_PTRS = ("edge_ptr", "node_ptr", "group_ptr", "chunk_ptr", "nc_ptr")
+
+
+class _Broken(Exception):
+    def __init__(self, name: str, rule: str) -> None:
+        super().__init__(name, rule)
+        self.name, self.rule = name, rule
+
+
+def check_structure(manifest: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+                    vectors: Mapping[str, np.ndarray], root: str | Path | None = None) -> None:
+    """Raise :class:`~hyperrag_fast.store.IndexCorruptedError` naming the file and the broken rule, if any."""
+    try:
+        _check(manifest, arrays, vectors)
+    except _Broken as b:
+        from .store import IndexCorruptedError  # here: store imports this module
+        sub = "vectors" if b.name.endswith("_vec") else "arrays"
+        where = f"{sub}/{b.name}.npy" if b.name != "manifest.json" else b.name
+        if root is not None:
+            where = str(Path(root) / where)
+        raise IndexCorruptedError(f"{where}: {b.rule}; the index is corrupted, rebuild "
+                                  f"or restore it") from None
+
+
+def _int_array(arrays, name: str, dtype, length: int | None = None) -> np.ndarray:
+    a = arrays.get(name)
+    if a is None:
+        raise _Broken(name, "missing")
+    if a.ndim != 1 or a.dtype != np.dtype(dtype) or a.dtype.byteorder not in ("=", "|", _NATIVE):
+        raise _Broken(name, f"expected a 1-D {np.dtype(dtype).name} array, got "
+                            f"{a.dtype.str} of shape {a.shape}")
+    if length is not None and a.shape[0] != length:
+        raise _Broken(name, f"length {a.shape[0]}, expected {length}")
+    return np.asarray(a)
+
+
+def _in_range(name: str, a: np.ndarray, n: int) -> None:
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= n):
+        raise _Broken(name, f"holds ids outside [0, {n})")
+
+
+def _csr(arrays, ptr_name: str, idx_name: str, n_rows: int, n_cols: int):
+    ptr = _int_array(arrays, ptr_name, np.int64, n_rows + 1)
+    idx = _int_array(arrays, idx_name, np.int32)
+    if ptr[0] != 0 or ptr[-1] != idx.shape[0]:
+        raise _Broken(ptr_name, f"pointers must start at 0 and end at len({idx_name}) = "
+                                f"{idx.shape[0]}, got {int(ptr[0])} .. {int(ptr[-1])}")
+    if np.any(np.diff(ptr) < 0):
+        raise _Broken(ptr_name, "pointers are not non-decreasing")
+    _in_range(idx_name, idx, n_cols)
+    rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(ptr))
+    return ptr, idx, rows
+
+
+def _pair_keys(rows: np.ndarray, cols: np.ndarray, n_cols: int) -> np.ndarray:
+    return np.sort(rows.astype(np.int64) * max(n_cols, 1) + cols)
+
+
+def _check(manifest, arrays, vectors) -> None:
+    counts = manifest.get("counts", {})
+    try:
+        n_c, n_v, n_e, n_g = (int(counts[k]) for k in ("chunks", "nodes", "edges", "groups"))
+        n_inc = int(counts.get("incidences", -1))
+        dim = int(manifest["embedder"]["dim"])
+    except (KeyError, TypeError, ValueError):
+        raise _Broken("manifest.json", "counts or embedder dim missing") from None
+    node_chunk = _int_array(arrays, "node_chunk", np.int32, n_v)
+    node_group = _int_array(arrays, "node_group", np.int32, n_v)
+    edge_chunk = _int_array(arrays, "edge_chunk", np.int32, n_e)
+    _in_range("node_chunk", node_chunk, n_c)
+    _in_range("node_group", node_group, n_g)
+    _in_range("edge_chunk", edge_chunk, n_c)
+    if np.any(np.diff(node_chunk) < 0):
+        raise _Broken("node_chunk", "states are not in chunk order")
+    if np.any(np.diff(edge_chunk) < 0):
+        raise _Broken("edge_chunk", "hyperedges are not in chunk order")
+
+    _, edge_nodes, e_rows = _csr(arrays, "edge_ptr", "edge_nodes", n_e, n_v)
+    if n_inc >= 0 and edge_nodes.shape[0] != n_inc:
+        raise _Broken("edge_nodes", f"{edge_nodes.shape[0]} incidences, manifest says {n_inc}")
+    _, node_edges, v_rows = _csr(arrays, "node_ptr", "node_edges", n_v, n_e)
+    if not np.array_equal(_pair_keys(e_rows, edge_nodes, n_v), _pair_keys(node_edges, v_rows, n_v)):
+        raise _Broken("node_edges", "is not the transpose of edge_ptr/edge_nodes")
+
+    nc_ptr, nc_chunks, nc_rows = _csr(arrays, "nc_ptr", "nc_chunks", n_v, n_c)
+    _, chunk_nodes, c_rows = _csr(arrays, "chunk_ptr", "chunk_nodes", n_c, n_v)
+    if not np.array_equal(_pair_keys(nc_rows, nc_chunks, n_c), _pair_keys(chunk_nodes, c_rows, n_c)):
+        raise _Broken("chunk_nodes", "is not the transpose of nc_ptr/nc_chunks")
+    if np.any(np.diff(nc_ptr) < 1):
+        raise _Broken("nc_ptr", "a state has no chunk")
+    if n_v and not np.array_equal(nc_chunks[nc_ptr[:-1]], node_chunk):
+        raise _Broken("nc_chunks", "the first chunk of a state differs from node_chunk")
+    inner = np.ones(nc_chunks.shape[0], bool)
+    inner[nc_ptr[:-1][nc_ptr[:-1] < nc_chunks.shape[0]]] = False
+    if np.any(np.diff(nc_chunks.astype(np.int64))[inner[1:]] <= 0):
+        raise _Broken("nc_chunks", "a state's chunks are not strictly increasing")
+    # every incidence (e, v): e's chunk is one of v's chunks
+    have = _pair_keys(nc_rows, nc_chunks, n_c)
+    want = edge_nodes.astype(np.int64) * max(n_c, 1) + edge_chunk[e_rows]
+    pos = np.searchsorted(have, want)
+    if want.size and (np.any(pos >= have.size) or np.any(have[np.minimum(pos, have.size - 1)] != want)):
+        raise _Broken("edge_chunk", "a hyperedge's chunk is not a chunk of its states")
+
+    group_ptr, group_nodes, g_rows = _csr(arrays, "group_ptr", "group_nodes", n_g, n_v)
+    if group_nodes.shape[0] != n_v or np.any(np.bincount(group_nodes, minlength=n_v) != 1):
+        raise _Broken("group_nodes", "does not list every state exactly once")
+    if not np.array_equal(node_group[group_nodes], g_rows):
+        raise _Broken("group_nodes", "a state is listed under another group than node_group")
+    t = node_chunk[group_nodes].astype(np.int64)
+    same = g_rows[1:] == g_rows[:-1]
+    if np.any((np.diff(t) < 0) & same):
+        raise _Broken("group_nodes", "a group's states are not ordered by chunk")
+    group_chunks = _int_array(arrays, "group_chunks", np.int32, n_g)
+    pairs = np.sort(node_group[nc_rows].astype(np.int64) * max(n_c, 1) + nc_chunks)
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if pairs.size else pairs
+    expect = np.bincount(pairs // max(n_c, 1), minlength=n_g)
+    if not np.array_equal(group_chunks, expect):
+        raise _Broken("group_chunks", "does not count the distinct chunks of each group")
+
+    for name, n in (("node_vec", n_v), ("edge_vec", n_e), ("chunk_vec", n_c)):
+        m = vectors.get(name)
+        if m is None:
+            raise _Broken(name, "missing")
+        if (m.ndim != 2 or m.shape != (n, dim) or m.dtype != np.float32
+                or m.dtype.byteorder not in ("=", _NATIVE) or not m.flags.c_contiguous):
+            raise _Broken(name, f"expected C-ordered float32 of shape ({n}, {dim}), got "
+                                f"{m.dtype.str} {m.shape}")
+        rows = max(1, (1 << 22) // max(dim, 1))  # blocks of 4M values: no full-size temporary
+        if not all(np.isfinite(m[i:i + rows]).all() for i in range(0, n, rows)):
+            raise _Broken(name, "holds NaN or inf")
