@@ -137,24 +137,28 @@ def profile_corpus(name: str, raw_fraction: float, keep: Path | None) -> dict:
         }
         out["embed_stage_over_raw"] = out["embed_stage_texts_per_s"] / out["embed_raw_texts_per_s"]
         if keep is not None:
-            shutil.copytree(tmp / "ix", keep / name, dirs_exist_ok=True)
+            shutil.move(str(tmp / "ix"), str(keep / name))
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def add_check(n: int, full_wall: float | None) -> dict:
+def add_check(n: int, built: Path | None, full_wall: float | None) -> dict:
+    """``hyperrag add`` of the next 1 % to the n-passage synthetic index (the one the
+    scaling run just built, else a fresh build), as a fraction of that full build."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-add-"))
     try:
         base, new = synthetic_split(n, tmp)
-        full = run_cli(["index", str(base), str(tmp / "ix")], tmp)
+        if built is not None and built.exists() and full_wall:
+            shutil.move(str(built), str(tmp / "ix"))
+            full_s = full_wall
+        else:
+            full_s = run_cli(["index", str(base), str(tmp / "ix")], tmp)["wall_s"]
         add = run_cli(["add", str(tmp / "ix"), str(new)], tmp)
-        full_s = full["wall_s"]
         return {"base_passages": n, "new_passages": sum(1 for _ in open(new)),
                 "full_wall_s": full_s, "add_wall_s": add["wall_s"],
                 "add_peak_rss_mb": add["peak_rss_mb"], "add_over_full": add["wall_s"] / full_s,
-                "add_stages": add["out"]["report"]["build"].get("stages"),
-                "scaling_run_full_wall_s": full_wall}
+                "add_stages": add["out"]["report"]["build"].get("stages")}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -205,21 +209,22 @@ def main() -> None:
     ap.add_argument("--add", type=int, default=0, help="base size of the 1%% add check")
     ap.add_argument("--workers-check", type=int, default=0,
                     help="2Wiki passages for the Dask 1-vs-2-workers check")
-    ap.add_argument("--keep", default=None, help="copy built indexes here")
+    ap.add_argument("--keep", default=None, help="move built indexes here")
     a = ap.parse_args()
     res = json.loads(OUT.read_text()) if OUT.exists() else {}
     res.setdefault("corpora", {})
     res.setdefault("runs", {})
     stamp = {"command": C.command(), "machine": C.machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    keep = Path(a.keep) if a.keep else None
+    keep = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-keep-"))
     for name in a.corpus:
         res["corpora"][name] = {**profile_corpus(name, a.raw_fraction, keep), "run": stamp}
         print(json.dumps({name: {k: res["corpora"][name][k] for k in
                                  ("wall_s", "peak_rss_mb", "stages_s", "embed_stage_over_raw")}}))
         OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
     if a.add:
-        full = res["corpora"].get(f"synthetic_{a.add // 1000}k", {}).get("wall_s")
-        res["add"] = {**add_check(a.add, full), "run": stamp}
+        name = f"synthetic_{a.add // 1000}k"
+        full = res["corpora"].get(name, {}).get("wall_s") if name in a.corpus else None
+        res["add"] = {**add_check(a.add, keep / name, full), "run": stamp}
         res["add_1pct_over_full"] = res["add"]["add_over_full"]
     if a.workers_check:
         res["workers"] = {**workers_check(a.workers_check), "run": stamp}
@@ -227,6 +232,8 @@ def main() -> None:
     res["growth_exponents"] = growth(res["corpora"])
     res["machine"] = stamp["machine"]
     OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+    if not a.keep:
+        shutil.rmtree(keep, ignore_errors=True)
     print(f"wrote {OUT}")
 
 

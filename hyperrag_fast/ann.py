@@ -107,6 +107,29 @@ class VectorIndex:
             raise ValueError(f"usearch index holds {len(self.hnsw)} vectors, the matrix has "
                              f"{self._rep.shape[0]} distinct rows")
 
+    def extended(self, vectors: np.ndarray, params: AnnParams | None = None) -> "VectorIndex":
+        """An index over ``vectors`` = this index's rows followed by new ones (``add``): the
+        HNSW graph is copied and only the new distinct rows are inserted (distinct ids are
+        in order of first occurrence, so the old ones keep theirs). Anything else (exact
+        back end, other rows in front) builds a new index."""
+        params = params or self.params
+        v = np.asarray(vectors)
+        n_old = self.n
+        if (self.hnsw is None or not params.use_usearch(v.shape[0]) or v.shape[0] < n_old
+                or not np.array_equal(v[:n_old][self._rep], self.vectors[self._rep])):
+            return VectorIndex(vectors, params)
+        from .build.distinct import distinct_rows
+        d = distinct_rows(v)
+        old = self._rep.shape[0]
+        if d.rep.shape[0] < old or not np.array_equal(d.rep[:old], self._rep):
+            return VectorIndex(vectors, params, distinct=d)
+        hnsw = self.hnsw.copy()
+        for b in range(old, d.rep.shape[0], _ADD_BLOCK):
+            rep = d.rep[b:b + _ADD_BLOCK]
+            hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64), np.ascontiguousarray(v[rep]),
+                     threads=params.threads)
+        return VectorIndex(vectors, params, _hnsw=hnsw, distinct=d)
+
     def distinct(self):
         """The distinct-row structure (``build.distinct.DistinctRows``) or None (exact)."""
         if self._rep is None:

@@ -160,13 +160,22 @@ def cmd_index(a) -> dict[str, Any]:
         check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
     extractor = make_extractor(a.extractor, a, a.index)
     docs = _documents(a)
-    with writer_lock(a.index, a.lock_timeout):
-        ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
-                              progress=not a.quiet, max_tokens=a.max_tokens, overlap=a.overlap,
-                              cache_dir=a.cache_dir, options=_build_options(a),
-                              workdir=_workdir(a.index))
-        _all_failed(ix.report, "nothing was saved")
-        ix.save(a.index)
+    created = not Path(a.index).exists()
+    try:
+        with writer_lock(a.index, a.lock_timeout):
+            ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
+                                  progress=not a.quiet, max_tokens=a.max_tokens,
+                                  overlap=a.overlap, cache_dir=a.cache_dir,
+                                  options=_build_options(a), workdir=_workdir(a.index))
+            _all_failed(ix.report, "nothing was saved")
+            ix.save(a.index)
+    except BaseException:
+        if created:  # a failed first build leaves no folder holding only the lock file
+            lock = Path(a.index) / ".lock"
+            if Path(a.index).is_dir() and {p.name for p in Path(a.index).iterdir()} <= {".lock"}:
+                lock.unlink(missing_ok=True)
+                Path(a.index).rmdir()
+        raise
     return {"index": a.index, "report": _report(ix.report, docs.warnings),
             "counts": ix.manifest()["counts"]}
 

@@ -155,7 +155,7 @@ class HyperIndex:
 
     @classmethod
     def _finish(cls, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
-                **kw) -> "HyperIndex":
+                previous: dict[str, VectorIndex] | None = None, **kw) -> "HyperIndex":
         """Kind matrices from the vector table (block by block), then the ANN indexes."""
         with clock.stage("assemble"):
             vectors = {}
@@ -167,7 +167,8 @@ class HyperIndex:
             shutil.rmtree(built.table.dir, ignore_errors=True)
         params = kw["ann_params"]
         with clock.stage("ann"):
-            ann = {k: VectorIndex(vectors[k], params) for k in KINDS}
+            ann = {k: (previous[k].extended(vectors[k], params) if previous
+                       else VectorIndex(vectors[k], params)) for k in KINDS}
         report = BuildReport(chunks=len(built.chunks), new_chunks=new_chunks,
                              embedded_texts=built.embedded_texts, skipped=built.skipped,
                              extraction_errors=extraction_errors(
@@ -181,8 +182,10 @@ class HyperIndex:
         return Seed(self.chunks, self.extractions, self.graph, self.vectors())
 
     def _rebuilt(self, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
-                 embedder: Embedder | None) -> BuildReport:
-        new = self._finish(built, scratch, clock, new_chunks, extractor_name=self.extractor_name,
+                 embedder: Embedder | None, extend: bool = False) -> BuildReport:
+        new = self._finish(built, scratch, clock, new_chunks,
+                           previous=self.ann if extend else None,
+                           extractor_name=self.extractor_name,
                            max_tokens=self.max_tokens, overlap=self.overlap,
                            ann_params=self.ann_params, extractor=self.extractor,
                            embedder=self.embedder, embedder_name=self.embedder_name,
@@ -207,7 +210,7 @@ class HyperIndex:
                                  workdir=scratch.path / "table", clock=clock,
                                  progress=progress, seed=self._seed())
             return self._rebuilt(built, scratch, clock, len(built.chunks) - self.n_chunks,
-                                 embedder)
+                                 embedder, extend=True)
 
     def delete(self, doc_ids: Iterable[str], workdir: str | os.PathLike | None = None) -> int:
         """Remove every chunk of the given documents; returns the number removed.

@@ -108,3 +108,23 @@ def test_add_in_partitions_equals_fresh_build():
     ix = HyperIndex.build(A, RegexExtractor(), HashingEmbedder(), progress=False)
     ix.add(B + C, progress=False, options=BuildOptions(partition_docs=1))
     assert_same(HyperIndex.build(A + B + C, RegexExtractor(), HashingEmbedder(), progress=False), ix)
+
+
+def test_add_extends_the_hnsw_graph_instead_of_rebuilding(tmp_path):
+    from hyperrag_fast.ann import AnnParams
+    p = AnnParams(backend="usearch")
+    ix = HyperIndex.build(A, RegexExtractor(), HashingEmbedder(), progress=False, ann_params=p)
+    ix.save(tmp_path / "ix")
+    ix = HyperIndex.load(tmp_path / "ix", HashingEmbedder(), extractor=RegexExtractor())
+    old = {k: len(v.hnsw) for k, v in ix.ann.items()}
+    ix.add(B + C, progress=False)
+    fresh = HyperIndex.build(A + B + C, RegexExtractor(), HashingEmbedder(), progress=False,
+                             ann_params=p)
+    for k, v in ix.ann.items():
+        assert v.backend == "usearch" and len(v.hnsw) == len(fresh.ann[k].hnsw) > old[k]
+        for a, b in zip(v.distinct(), fresh.ann[k].distinct()):
+            np.testing.assert_array_equal(a, b)
+    ix.save(tmp_path / "ix")
+    again = HyperIndex.load(tmp_path / "ix", HashingEmbedder())
+    q = fresh.node_vec[3]
+    np.testing.assert_array_equal(again.ann["node_vec"].search(q, 5)[0], fresh.ann["node_vec"].search(q, 5)[0])

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from hyperrag_fast.cli import main
+from hyperrag_fast.store import read_manifest
 
 
 def chunk_text(messages) -> str:
@@ -55,7 +56,7 @@ def test_llm_build_uses_the_cache_and_resumes(openai_server, tmp_path, docs, cap
     assert out["counts"]["chunks"] == 2 and out["counts"]["nodes"] >= 4
     assert out["report"]["extraction_errors"] == 0
     assert openai_server.chat.count == 2
-    m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    m = read_manifest(tmp_path / "ix")
     assert m["extractor"] == "llm:m:stitch-a1"
     # the answers are cached beside the index: a rebuild makes no call
     assert (tmp_path / "ix.cache" / "llm_extract.sqlite").is_file()

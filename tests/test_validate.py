@@ -18,7 +18,7 @@ from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
 from hyperrag_fast.hypergraph import ARRAY_FIELDS
 from hyperrag_fast.index import HyperIndex
-from hyperrag_fast.store import IndexCorruptedError, load_index
+from hyperrag_fast.store import IndexCorruptedError, generation_dir, load_index
 from hyperrag_fast.validate import check_structure
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "hyperrag_fast" / "data" / "examples"
@@ -30,7 +30,7 @@ WORKER = textwrap.dedent(r"""
     from hyperrag_fast.embed.hashing import HashingEmbedder
     from hyperrag_fast.index import HyperIndex
     from hyperrag_fast.retriever import QueryOptions, Retriever
-    from hyperrag_fast.store import IndexCorruptedError
+    from hyperrag_fast.store import IndexCorruptedError, generation_dir
 
     ix_dir, n, rels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     QUERIES = ["In which town did Ada Lovelace's father die?", "Marie Curie river",
@@ -45,7 +45,7 @@ WORKER = textwrap.dedent(r"""
 
     base = results()
     for rel in rels:
-        path = f"{ix_dir}/{rel}"
+        path = f"{generation_dir(ix_dir)}/{rel}"
         orig = open(path, "rb").read()
         for seed in range(n):
             rng = np.random.default_rng(seed)
@@ -118,7 +118,7 @@ def test_flipped_vector_bytes_never_crash(flips, index_dir, name):
     outcomes = flips[f"vectors/{name}.npy"]
     assert all(o in ("corrupted", "same", "different") for o in outcomes), outcomes
     assert len(outcomes) == FLIPS
-    f = index_dir / "vectors" / f"{name}.npy"
+    f = generation_dir(index_dir) / "vectors" / f"{name}.npy"
     orig = f.read_bytes()
     try:
         data = bytearray(orig)

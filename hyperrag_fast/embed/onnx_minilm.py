@@ -59,7 +59,7 @@ class OnnxMiniLM:
 
     def __init__(self, intra_op_threads: int | None = None, batch_size: int = 64,
                  max_length: int = MAX_SEQ_LENGTH, model_path: str | os.PathLike | None = None,
-                 tokenizer_path: str | os.PathLike | None = None, batch_tokens: int = 4096,
+                 tokenizer_path: str | os.PathLike | None = None, batch_tokens: int = 1024,
                  arena: bool = False) -> None:
         self._args = dict(intra_op_threads=intra_op_threads, batch_size=batch_size,
                           max_length=max_length, model_path=model_path,
