@@ -91,6 +91,7 @@ class VectorIndex:
         self.vectors = np.ascontiguousarray(v)
         self.params = params or AnnParams()
         self.hnsw = _hnsw
+        self._file: str | None = None  # the usearch file the graph is a view of
         self._rep = self._dup_ptr = self._dup_ids = None
         if self.hnsw is not None or self.params.use_usearch(self.n):
             if distinct is None:
@@ -99,10 +100,12 @@ class VectorIndex:
             self._rep, self._dup_ptr, self._dup_ids = distinct
         if self.hnsw is None and self.params.use_usearch(self.n):
             self.hnsw = _usearch_index(self.dim, self.params)
+            from .build.vectors import release
             for b in range(0, self._rep.shape[0], _ADD_BLOCK):
                 rep = self._rep[b:b + _ADD_BLOCK]
                 self.hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64),
                               np.ascontiguousarray(self.vectors[rep]), threads=self.params.threads)
+                release(self.vectors)
         if self.hnsw is not None and len(self.hnsw) != self._rep.shape[0]:
             raise ValueError(f"usearch index holds {len(self.hnsw)} vectors, the matrix has "
                              f"{self._rep.shape[0]} distinct rows")
@@ -197,11 +200,27 @@ class VectorIndex:
 
     # --------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike) -> bool:
-        """Write the usearch index to ``path``; returns False (nothing written) for exact."""
+        """Write the usearch index to ``path``; returns False (nothing written) for exact.
+        An index that is a view of a file (:meth:`spilled`, :meth:`load`) hard-links it."""
         if self.hnsw is None:
             return False
+        if self._file is not None:
+            try:
+                os.link(self._file, path)
+                return True
+            except OSError:
+                pass
         self.hnsw.save(os.fspath(path))
         return True
+
+    def spilled(self, path: str | os.PathLike) -> "VectorIndex":
+        """The same index with its HNSW graph written to ``path`` and memory-mapped from
+        there (a build holds no graph in memory between building and saving)."""
+        if self.hnsw is None:
+            return self
+        self.hnsw.save(os.fspath(path))
+        return VectorIndex.load(self.vectors, path, self.params, view=True,
+                                distinct=self.distinct())
 
     @classmethod
     def load(cls, vectors: np.ndarray, path: str | os.PathLike | None,
@@ -218,5 +237,7 @@ class VectorIndex:
             raise ValueError(f"{path}: not a usearch index file")
         p = params or AnnParams()
         hnsw.expansion_search = p.expansion_search
-        return cls(vectors, AnnParams(**{**p.__dict__, "backend": "usearch"}), _hnsw=hnsw,
-                   distinct=distinct)
+        out = cls(vectors, AnnParams(**{**p.__dict__, "backend": "usearch"}), _hnsw=hnsw,
+                  distinct=distinct)
+        out._file = os.fspath(path) if view else None
+        return out

@@ -166,9 +166,10 @@ class HyperIndex:
             built.table.close()
             shutil.rmtree(built.table.dir, ignore_errors=True)
         params = kw["ann_params"]
-        with clock.stage("ann"):
+        with clock.stage("ann"):  # one graph in memory at a time: each is spilled to disk
             ann = {k: (previous[k].extended(vectors[k], params) if previous
-                       else VectorIndex(vectors[k], params)) for k in KINDS}
+                       else VectorIndex(vectors[k], params)).spilled(scratch.path / f"{k}.usearch")
+                   for k in KINDS}
         report = BuildReport(chunks=len(built.chunks), new_chunks=new_chunks,
                              embedded_texts=built.embedded_texts, skipped=built.skipped,
                              extraction_errors=extraction_errors(

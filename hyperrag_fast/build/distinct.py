@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .vectors import release
+
 BLOCK = 16384
 
 
@@ -44,6 +46,7 @@ def _row_hashes(v: np.ndarray) -> np.ndarray:
             h = (words * mult).sum(axis=1, dtype=np.uint64)
             h ^= h >> np.uint64(29)
         out[b:b + BLOCK] = h
+        release(v)
     return out
 
 
@@ -75,6 +78,8 @@ def distinct_rows(v: np.ndarray) -> DistinctRows:
     inverse = inverse.ravel()
     for b in range(0, v.shape[0], BLOCK):
         rep = first[inverse[b:b + BLOCK]]
-        if not np.array_equal(np.asarray(v[b:b + BLOCK]), np.asarray(v[rep])):
+        same = np.array_equal(np.asarray(v[b:b + BLOCK]), np.asarray(v[rep]))
+        release(v)
+        if not same:
             return distinct_rows_exact(np.asarray(v))
     return _from_labels(first, inverse)

@@ -10,6 +10,7 @@ no step holds more than a block of vectors besides the memory maps.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from pathlib import Path
 from typing import Sequence
@@ -24,6 +25,21 @@ GATHER_BLOCK = 8192  # rows per write block
 def digest(text: str) -> bytes:
     """The table key of a text: BLAKE2b-128 of its UTF-8 bytes."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def release(a: np.ndarray | None) -> None:
+    """Drop the resident pages of the memory map behind ``a`` (they are clean: the kernel
+    re-reads them on the next access), so scanning a large matrix a block at a time does
+    not leave all of it in the process's resident set."""
+    while a is not None:
+        mm = getattr(a, "_mmap", None)
+        if mm is not None:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED)
+            except (AttributeError, OSError, ValueError):
+                pass
+            return
+        a = getattr(a, "base", None)
 
 
 def source_codes(source: int, n: int) -> np.ndarray:
@@ -114,6 +130,7 @@ class TextVectors:
             m = src == s
             mat = self._table() if s == 0 else self._sources[int(s)]
             out[m] = mat[rows[m]]
+            release(mat)
         return out
 
     def write_npy(self, path: str | os.PathLike, codes: np.ndarray) -> None:
