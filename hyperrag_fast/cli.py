@@ -123,7 +123,7 @@ def _existing(path: str) -> str:
 def _build_options(a):
     from .build.pipeline import BuildOptions
     return BuildOptions(partition_docs=a.partition_docs, workers=a.workers,
-                        scheduler=a.scheduler)
+                        scheduler=a.scheduler, pipeline=a.pipeline)
 
 
 def _workdir(index: str) -> Path:
@@ -325,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="address of an existing Dask scheduler, e.g. tcp://host:8786")
     build.add_argument("--partition-docs", type=int, default=BuildOptions.partition_docs,
                        help="documents per partition (memory follows one partition)")
+    build.add_argument("--pipeline", action="store_true",
+                       help="embed each partition on a thread while the next is extracted")
 
     lock = argparse.ArgumentParser(add_help=False)
     lock.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",

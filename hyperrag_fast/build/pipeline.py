@@ -39,13 +39,15 @@ class BuildOptions:
     """How a build runs (not what it computes: the index is the same for every setting).
 
     ``partition_docs``: documents per partition (memory is bounded by a partition's
-    texts and vectors); ``pipeline``: overlap extraction and embedding in one process;
+    texts and vectors); ``pipeline``: embed partition p on a thread while partition p+1
+    is extracted (off by default: with onnxruntime on every core the overlap bought
+    nothing on a 2-core machine and slowed the embed stage, benchmarks/README.md);
     ``workers``: run partitions on a local Dask cluster of that many single-threaded
     workers; ``scheduler``: the address of an existing Dask scheduler instead.
     """
 
     partition_docs: int = 512
-    pipeline: bool = True
+    pipeline: bool = False
     workers: int = 0
     scheduler: str | None = None
     threads_per_worker: int = 1
