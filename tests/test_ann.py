@@ -122,3 +122,17 @@ def test_duplicated_rows_keep_recall_and_tie_order():
     for ids, sims in zip(e_ids, e_s):  # exact: ordered by sim, equal sims by id
         keys = list(zip(-sims.astype(np.float64), ids))
         assert keys == sorted(keys)
+
+
+def test_top_k_desc_is_a_stable_descending_selection():
+    from hyperrag_fast.ann import top_k_desc
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 40))
+        s = np.round(rng.normal(size=n), 1)
+        ex = rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False) if n else np.zeros(0, np.int64)
+        k = int(rng.integers(0, 12))
+        x = s.copy()
+        x[ex] = -np.inf
+        want = [i for i in np.argsort(-x, kind="stable") if np.isfinite(x[i])][:k]
+        assert top_k_desc(s, k, ex).tolist() == want

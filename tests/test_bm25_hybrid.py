@@ -7,8 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.bm25 import BM25
-from hyperrag_fast.hybrid import GroupLookup, HybridOptions, question_groups
+from hyperrag_fast.lexical import BM25
+from hyperrag_fast.config import HybridOptions
+from hyperrag_fast.lexical import GroupLookup, question_groups
 from hyperrag_fast.hypergraph import build_hypergraph
 from hyperrag_fast.records import Extraction, Segment
 
