@@ -118,7 +118,8 @@ def load_prebuilt(index_dir: str | os.PathLike) -> Prebuilt:
 
 
 def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[str]) -> Prebuilt:
-    """Load what is saved, build and save what ``structures`` still lacks."""
+    """Load what is saved, build and save what ``structures`` still lacks; returns what
+    is saved now, loaded."""
     have = load_prebuilt(index_dir)
     missing = [s for s in structures if not have.has(s)]
     if not missing:
@@ -126,7 +127,7 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
     out = build_prebuilt(index, missing, have=have)
     Prebuilt({k: v for k, v in out.graphs.items() if k in missing},
              out.coda if "coda" in missing else None).save(index_dir)
-    return out
+    return load_prebuilt(index_dir)  # what a later process loads
 
 
 def _save_graph(d: Path, vg: VariantGraph) -> None:
