@@ -98,7 +98,7 @@ def answers_parser() -> argparse.ArgumentParser:
                                             "of retrieval methods plus zero-shot")
     p.add_argument("--dataset", choices=DATASETS, required=True)
     p.add_argument("--split", choices=("dev", "test", "all"), required=True)
-    p.add_argument("--methods", default="dense,stitch", help="comma-separated method names")
+    p.add_argument("--methods", default=f"dense,{TUNED.method}", help="comma-separated method names")
     p.add_argument("--no-zero-shot", action="store_true", help="skip the zero_shot row")
     p.add_argument("--limit", type=int, default=None, help="first N questions of the split")
     p.add_argument("--top-k", type=int, default=TUNED.top_k)
