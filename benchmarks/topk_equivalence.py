@@ -80,7 +80,8 @@ def dump(a):
     ret = _retriever(a.index, methods, a.cache_dir)
     ret.warmup()
     vecs = ret._embed(qs)
-    out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(methods)}
+    out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(methods),
+           "command": np.array(C.command())}
     for m in methods:
         o = replace(QueryOptions(), method=m)
         fn = METHODS[m]
@@ -105,8 +106,11 @@ def dump(a):
 
 def compare(a):
     x, y = np.load(a.before), np.load(a.after)
-    res = {"before": {"file": a.before, "code": str(x["code"])}, "after": {"file": a.after, "code": str(y["code"])},
-           "methods": {}}
+    def side(z, f, note):
+        return {"file": f, "code": str(z["code"]),
+                "command": str(z["command"]) if "command" in z.files else note}
+    res = {"before": side(x, a.before, a.before_command), "after": side(y, a.after, a.after_command),
+           "note": a.note, "methods": {}}
     for m in sorted({k[:-4] for k in x.files if k.endswith("_ids")}):
         if m + "_ids" not in y.files:
             res["methods"][m] = "missing after"
@@ -134,6 +138,9 @@ def main():
     c.add_argument("before")
     c.add_argument("after")
     c.add_argument("--out", default="topk_equivalence.json")
+    c.add_argument("--before-command", default=None, help="recorded when the dump did not store it")
+    c.add_argument("--after-command", default=None)
+    c.add_argument("--note", default="")
     a = ap.parse_args()
     dump(a) if a.cmd == "dump" else compare(a)
 
