@@ -29,19 +29,20 @@ import numpy as np
 
 from .config import BACKENDS, EXACT_THRESHOLD, AnnParams  # noqa: F401  (AnnParams: configuration)
 from .kernels.dense import all_finite, exact_topk, expand_rescore_topk
-from .kernels.ppr import topk_desc
 
 def top_k_desc(scores: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
-    """Ids (int64) of the ``k`` largest finite ``scores``, best first, ties by lower id,
-    skipping ``exclude``: the one top-k selection over a score vector (compiled
-    ``kernels.ppr.topk_desc``, the ordered insertion that exact search also uses)."""
+    """Ids (int64) of the ``k`` largest finite ``scores``, best first (equal scores by
+    lower id), skipping ``exclude``: the one top-k selection over a score vector outside
+    the kernels. Which of several ids tied at the k-th score is kept is NumPy's
+    ``argpartition`` choice (deterministic), as CODA's retrieval always selected."""
     s = np.array(scores, dtype=np.float64)
     if exclude is not None and exclude.size:
         s[exclude] = -np.inf
     k = min(int(k), int(np.isfinite(s).sum()))
     if k <= 0:
         return np.zeros(0, np.int64)
-    return topk_desc(s, k)
+    part = np.argpartition(-s, k - 1)[:k]
+    return part[np.lexsort((part, -s[part]))].astype(np.int64)
 
 
 def _usearch_index(dim: int, p: AnnParams):
