@@ -5,6 +5,8 @@
     PYTHONPATH=<after checkout>  python benchmarks/topk_equivalence.py dump after.npz --index indexes/2wiki --cache-dir cache
     # 2. compare:
     python benchmarks/topk_equivalence.py compare before.npz after.npz
+    # 3. graph-stage speed: alternate before/after dumps of stitch and stitch_paper, then
+    python benchmarks/topk_equivalence.py speed --before b1.npz b2.npz --after a1.npz a2.npz
 
 ``dump`` runs every question through every registered method (or ``--methods``) exactly
 as ``bench_2wiki.py`` does (``METHODS[name](state, q, text, options, False)`` with the
@@ -125,6 +127,27 @@ def compare(a):
     C.write_result(a.out, res)
 
 
+def speed(a):
+    """graph_ms p50 of each dump (runs alternated before/after, same machine, one session)
+    and the median of the per-run p50s per side."""
+    res = {"runs": [], "note": a.note, "methods": {}}
+    sides = {"before": a.before, "after": a.after}
+    for side, files in sides.items():
+        for f in files:
+            z = np.load(f)
+            res["runs"].append({"side": side, "file": f, "code": str(z["code"]),
+                                "command": str(z["command"]) if "command" in z.files else a.before_command,
+                                **{m: float(np.median(z[m + "_graph_ms"])) for m in a.methods}})
+    for m in a.methods:
+        b = [r[m] for r in res["runs"] if r["side"] == "before"]
+        f = [r[m] for r in res["runs"] if r["side"] == "after"]
+        res["methods"][m] = {"graph_ms_p50_before_runs": b, "graph_ms_p50_after_runs": f,
+                             "before_median": float(np.median(b)), "after_median": float(np.median(f)),
+                             "after_over_before": float(np.median(f) / np.median(b))}
+        print(m, res["methods"][m])
+    C.write_result(a.out, res)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -141,8 +164,15 @@ def main():
     c.add_argument("--before-command", default=None, help="recorded when the dump did not store it")
     c.add_argument("--after-command", default=None)
     c.add_argument("--note", default="")
+    sp = sub.add_parser("speed", help="graph-stage p50 of alternating before/after dumps")
+    sp.add_argument("--before", nargs="+", required=True)
+    sp.add_argument("--after", nargs="+", required=True)
+    sp.add_argument("--methods", nargs="+", default=["stitch", "stitch_paper"])
+    sp.add_argument("--out", default="graph_stage_2wiki_ab.json")
+    sp.add_argument("--before-command", default=None)
+    sp.add_argument("--note", default="")
     a = ap.parse_args()
-    dump(a) if a.cmd == "dump" else compare(a)
+    {"dump": dump, "compare": compare, "speed": speed}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -107,15 +107,17 @@ def query_options(a):
     return QueryOptions(method=a.method, k_nodes=a.k_nodes, k_chunks=a.k_chunks).with_top_k(a.top_k)
 
 
-def _retriever(ix, path: str):
+def _retriever(ix, path: str, method: str):
+    """A retriever with the prebuilt structures ``method`` reads (none for most)."""
+    from .methods import needs
     from .prebuilt import load_prebuilt
     from .retriever import Retriever
-    return Retriever(ix, prebuilt=load_prebuilt(path))
+    return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge)))
 
 
 def cmd_query(a) -> dict[str, Any]:
     ix = _load(a.index, verify=not a.no_verify)
-    res = _retriever(ix, a.index).retrieve(a.text, query_options(a), detail=a.explain)
+    res = _retriever(ix, a.index, a.method).retrieve(a.text, query_options(a), detail=a.explain)
     out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
                            "chunks": [vars(c) for c in res.chunks]}
     if a.explain:
@@ -127,7 +129,7 @@ def cmd_query(a) -> dict[str, Any]:
 
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
-    return ask(a, lambda path, verify: _retriever(_load(path, verify=verify), path))
+    return ask(a, lambda path, verify: _retriever(_load(path, verify=verify), path, a.method))
 
 
 def cmd_build_methods(a) -> dict[str, Any]:

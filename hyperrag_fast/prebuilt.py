@@ -102,16 +102,18 @@ def build_prebuilt(index, structures: Sequence[str] = STRUCTURES, coda=None,
     return out
 
 
-def load_prebuilt(index_dir: str | os.PathLike) -> Prebuilt:
-    """Everything the build step saved for the index at ``index_dir`` (empty if nothing)."""
+def load_prebuilt(index_dir: str | os.PathLike, structures: Sequence[str] | None = None) -> Prebuilt:
+    """What the build step saved for the index at ``index_dir`` (empty if nothing): the
+    given ``structures`` when saved, or all of them (None)."""
     root = Path(index_dir) / FOLDER
     out = Prebuilt()
     if not root.is_dir():
         return out
-    for name in STRUCTURES:
+    want = STRUCTURES if structures is None else structures
+    for name in want:
         if name != "coda" and (root / name / "graph.json").is_file():
             out.graphs[name] = _load_graph(root / name)
-    if (root / "coda" / "raw.json").is_file():
+    if "coda" in want and (root / "coda" / "raw.json").is_file():
         from .coda.system import load_coda
         out.coda = load_coda(root / "coda")
     return out
@@ -120,14 +122,14 @@ def load_prebuilt(index_dir: str | os.PathLike) -> Prebuilt:
 def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[str]) -> Prebuilt:
     """Load what is saved, build and save what ``structures`` still lacks; returns what
     is saved now, loaded."""
-    have = load_prebuilt(index_dir)
+    have = load_prebuilt(index_dir, structures)
     missing = [s for s in structures if not have.has(s)]
     if not missing:
         return have
     out = build_prebuilt(index, missing, have=have)
     Prebuilt({k: v for k, v in out.graphs.items() if k in missing},
              out.coda if "coda" in missing else None).save(index_dir)
-    return load_prebuilt(index_dir)  # what a later process loads
+    return load_prebuilt(index_dir, structures)  # what a later process loads
 
 
 def _save_graph(d: Path, vg: VariantGraph) -> None:
