@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from hyperrag_fast.ann import VectorIndex
+from hyperrag_fast.config import AnnParams
 from hyperrag_fast.engine import StitchEngine
 from hyperrag_fast.hypergraph import hypergraph_from_flat
-from hyperrag_fast.options import StitchOptions
-from hyperrag_fast.retriever import QueryOptions
+from hyperrag_fast.config import StitchOptions
+from hyperrag_fast.config import QueryOptions
 
 try:
     from . import synthetic
@@ -15,7 +17,7 @@ except ImportError:
     import synthetic
 
 # Read from the library at run time (the presets may be retuned): "default" is what
-# ``QueryOptions()`` uses (``hyperrag_fast.presets.TUNED_STITCH``), "paper" is
+# ``QueryOptions()`` uses (``hyperrag_fast.config.TUNED_STITCH``), "paper" is
 # ``StitchOptions.paper()`` (method ``stitch_paper``). Candidate budgets likewise.
 _QO = QueryOptions()
 K = _QO.k_nodes
@@ -33,13 +35,9 @@ def describe(opts: StitchOptions) -> dict:
             for k, v in opts.__dict__.items()}
 
 
-def exact_topk(mat, qs, k=K, block=64):
-    out = np.empty((qs.shape[0], k), dtype=np.int64)
-    for a in range(0, qs.shape[0], block):
-        s = qs[a:a + block] @ mat.T
-        part = np.argpartition(-s, k, axis=1)[:, :k]
-        out[a:a + block] = part
-    return out
+def exact_topk(mat, qs, k=K):
+    """Exact top-k candidate rows per query: the library's own search (``ann.VectorIndex``)."""
+    return VectorIndex(mat, AnnParams(backend="exact")).search(np.asarray(qs, np.float32), k)[0]
 
 
 def setup(n_states, n_queries=200, dim=64, seed=0):

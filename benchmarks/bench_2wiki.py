@@ -6,7 +6,7 @@
 Loads ``hyperrag_fast.eval.data.load_dataset('2wikimultihopqa', 'all')``, the evaluation
 embedder (``hyperrag_fast.eval.harness.default_embedder()``) and the saved index
 (``HyperIndex.load(--index, embedder=...)``), builds a ``Retriever`` with its default
-``QueryOptions()`` (read at run time: ``presets.TUNED_STITCH`` / ``TUNED_HYBRID``) and,
+``QueryOptions()`` (read at run time: ``config.TUNED``) and,
 for every method (default ``stitch`` = the library default and ``stitch_paper``), runs
 each question through the registered method exactly as ``Retriever.retrieve`` does
 (``METHODS[name](state, qvec, text, options, False)``), single-threaded, after a warm-up
@@ -61,23 +61,21 @@ def load(index_dir, n_questions):
 
 
 def candidate_parts(ret, q, text, o):
-    """The candidate step of ``methods.run_stitch`` split into timed parts (same calls)."""
-    from hyperrag_fast.hybrid import question_groups
-    from hyperrag_fast.methods import resources
+    """The candidate step of ``methods.stitch.run_stitch`` split into timed parts (same calls)."""
+    from hyperrag_fast.lexical import question_groups
 
     state = ret.state
-    res = resources(state)
     hy = o.hybrid
     ann = state.index.ann
     t = [time.perf_counter()]
-    ann["node_vec"].search(q, o.k_nodes); t.append(time.perf_counter())
+    state.node_search["index"].search(q, o.k_nodes); t.append(time.perf_counter())
     ann["chunk_vec"].search(q, o.k_chunks); t.append(time.perf_counter())
     if hy.k_bm25 > 0 and hy.bm25_weight > 0:
-        res.bm25().top_k(text, hy.k_bm25)
+        state.bm25.top_k(text, hy.k_bm25)
     t.append(time.perf_counter())
     if hy.seeds != "none":
-        lk = res.lookup("semi")
-        groups = question_groups(text, lk, hy.seeds, res.ner() if hy.seeds == "ner" else None)
+        lk = state.lookups["index"]
+        groups = question_groups(text, lk, hy.seeds, None, hy.seed_skip_labels, hy.ngram_min_words)
         lk.seed_nodes(groups, hy.seed_max_group)
     t.append(time.perf_counter())
     d = np.diff(t) * 1e3
@@ -93,9 +91,8 @@ def main():
     a = ap.parse_args()
     from dataclasses import asdict, replace
 
-    from hyperrag_fast.retriever import METHODS, QueryOptions, methods_registry
-
-    methods_registry()
+    from hyperrag_fast.config import QueryOptions
+    from hyperrag_fast.methods import METHODS
     ds, emb, idx, ret, qs, load_s = load(a.index, a.questions)
     g = idx.graph
     print(f"index: {g.n_nodes} states, {g.n_chunks} chunks, {g.n_edges} hyperedges; "
@@ -144,14 +141,14 @@ def main():
             stats.append(np.asarray(r.detail["stats"]))
         stats = np.array(stats)
         m = {"options": {"query_options": {k: v for k, v in asdict(o).items() if k not in ("stitch", "hybrid")},
-                         "effective_stitch": "see methods.py: stitch = options.stitch; "
+                         "effective_stitch": "see methods/stitch.py: stitch = options.stitch; "
                                              "stitch_paper = StitchOptions.paper(top_k)",
                          "stitch": repr(o.stitch), "hybrid": repr(o.hybrid)},
              "candidate_ms": pcts(cand), "graph_stage_ms": pcts(graph), "method_wall_ms": pcts(wall),
              "stats_p50": {k: C.pct(stats[:, j], 50) for j, k in enumerate(("cq", "arcs", "ppr_work", "touched_nodes"))},
              "stats_p99": {k: C.pct(stats[:, j], 99) for j, k in enumerate(("cq", "arcs", "ppr_work", "touched_nodes"))}}
         if name == "stitch_paper":
-            from hyperrag_fast.options import StitchOptions
+            from hyperrag_fast.config import StitchOptions
             m["options"]["stitch"] = repr(StitchOptions.paper(top_k=o.stitch.top_k))
             m["options"]["hybrid"] = "HybridOptions() (all signals off)"
         if parts:

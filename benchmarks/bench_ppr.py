@@ -7,7 +7,7 @@ Graphs: the production chunk-graph kernel over every chunk of a synthetic corpus
 chunk-group bipartite model of ``synthetic.py``: Zipf-Mandelbrot name groups plus
 document-local groups), i.e. the chunk graph of a query whose C_q is the whole corpus.
 Group cap and edge weighting are read at run time from the library's default options
-(``hyperrag_fast.presets.TUNED_STITCH``: ``graph_max_group``, ``graph_weight``) unless
+(``hyperrag_fast.config.TUNED_STITCH``: ``graph_max_group``, ``graph_weight``) unless
 ``--max-group`` / ``--weight`` are given. P column-normalised; a chunk with no neighbour
 keeps its mass (self-loop; the same self-loop and the same arc weights are given to
 every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised
@@ -41,7 +41,7 @@ top8 = |top-8 of solver ∩ top-8 of exact| / 8; ``top8_same_order`` also checks
 
 Headline (``summary[d]["default_vs_prpack_speedup_median"]``, speed.json
 ``ppr.push_vs_prpack_speedup``): PRPACK solve time over the solver the library's default
-options run (``presets.TUNED_STITCH.ppr`` read at run time: "power" -> ours_power_topk,
+options run (``config.TUNED_STITCH.ppr`` read at run time: "power" -> ours_power_topk,
 "push" -> ours_push_topk, "factored" -> ours_factored; k = ``top_k``, tol / max_iter of the preset), median over sizes.
 """
 from __future__ import annotations
@@ -60,7 +60,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from hyperrag_fast import presets
+from hyperrag_fast.engine import kernel_params
+from hyperrag_fast import config
 from hyperrag_fast.kernels import params as PRM
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_power_topk, ppr_push, ppr_push_topk
 from hyperrag_fast.kernels.ppr_factored import ppr_factored_topk
@@ -250,17 +251,17 @@ def main():
     ap.add_argument("--dampings", type=float, nargs="+", default=[0.85, 0.2])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--max-group", type=float, default=None,
-                    help="group cap of the chunk graph (default: presets.TUNED_STITCH.graph_max_group)")
+                    help="group cap of the chunk graph (default: config.TUNED_STITCH.graph_max_group)")
     ap.add_argument("--weight", choices=["uniform", "inverse_size"], default=None,
-                    help="arc weights (default: presets.TUNED_STITCH.graph_weight)")
+                    help="arc weights (default: config.TUNED_STITCH.graph_weight)")
     ap.add_argument("--prior-nnz", type=int, default=300)
-    ap.add_argument("--push-tol", type=float, default=None, help="default: presets.TUNED_STITCH.tol")
+    ap.add_argument("--push-tol", type=float, default=None, help="default: config.TUNED_STITCH.tol")
     ap.add_argument("--spsolve-max", type=int, default=2_000)
     ap.add_argument("--nx-max", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="ppr.json")
     a = ap.parse_args()
-    st = presets.TUNED_STITCH
+    st = config.TUNED_STITCH
     a.max_group = st.graph_max_group if a.max_group is None else a.max_group
     a.weight = st.graph_weight if a.weight is None else a.weight
     a.push_tol = st.tol if a.push_tol is None else a.push_tol
@@ -268,12 +269,12 @@ def main():
     a.k = st.top_k
     a.default_solver = {"power": "ours_power_topk", "push": "ours_push_topk",
                         "factored": "ours_factored"}.get(st.ppr, "ours_power_topk")
-    from hyperrag_fast.options import StitchOptions
-    a.weight_kind = int(StitchOptions(graph_weight=a.weight).to_params()[PRM.GRAPH_WEIGHT])
+    from hyperrag_fast.config import StitchOptions
+    a.weight_kind = int(kernel_params(StitchOptions(graph_weight=a.weight))[PRM.GRAPH_WEIGHT])
     a.options_source = {"graph_max_group": a.max_group, "graph_weight": a.weight, "tol": a.push_tol,
                         "ppr": st.ppr, "top_k": st.top_k, "max_iter": st.max_iter,
                         "default_solver": a.default_solver,
-                        "from": "hyperrag_fast.presets.TUNED_STITCH at run time unless overridden on the command line",
+                        "from": "hyperrag_fast.config.TUNED_STITCH at run time unless overridden on the command line",
                         "tuned_stitch_repr": repr(st)}
     print(a.options_source, flush=True)
     # compile outside the timings
@@ -312,7 +313,7 @@ def write(a, sizes):
             summ[k][f"{name}_vs_prpack_speedup_by_size"] = x
             summ[k][f"{name}_vs_prpack_speedup_median"] = float(np.median(list(x.values())))
     C.write_result(a.out, {
-        "params": vars(a), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from presets.TUNED_STITCH.ppr",
+        "params": vars(a), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ,
     })
 

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from hyperrag_fast.engine import kernel_params
 from hyperrag_fast.kernels import params as P
 from hyperrag_fast.kernels.chunk_graph import chunk_graph
 from hyperrag_fast.kernels.ppr import ppr_power_topk, ppr_push_topk, topk_desc
@@ -52,7 +53,7 @@ def flush_caches():
 
 
 def staged(eng, opts, q, cn, cc, bonus=None, seeds=None, seed_values=None):
-    ix, sc, prm = eng.kernel_arrays(opts), eng._scratch(), opts.to_params()
+    ix, sc, prm = eng.index_arrays(opts), eng._scratch(), kernel_params(opts)
     q = np.ascontiguousarray(q, dtype=eng.node_vec.dtype)
     cn = np.ascontiguousarray(cn, dtype=np.int64)
     cc = np.ascontiguousarray(cc, dtype=np.int64)

@@ -20,11 +20,11 @@ log-log growth exponent of every stage. Per size:
 * per query, single-threaded: (a) candidate search = usearch top-K_V nodes + top-K_C
   chunks (budgets of ``QueryOptions()``, read at run time); (b) the graph stage =
   ``StitchEngine.query(q, cand_nodes, cand_chunks, options, chunk_bonus=0, seed_nodes=[])``
-  exactly as ``hyperrag_fast.methods.run_stitch`` calls it, with two option sets read at
-  run time: ``default`` = ``QueryOptions().stitch`` (``presets.TUNED_STITCH``, the
+  exactly as ``hyperrag_fast.methods.stitch.run_stitch`` calls it, with two option sets read at
+  run time: ``default`` = ``QueryOptions().stitch`` (``config.TUNED_STITCH``, the
   library default) and ``paper`` = ``StitchOptions.paper()`` (method ``stitch_paper``).
   Synthetic queries have no text, so the default method's BM25 term and question-entity
-  seeds (``presets.TUNED_HYBRID``) are off here: chunk_bonus = 0, no seed nodes.
+  seeds (``config.TUNED_HYBRID``) are off here: chunk_bonus = 0, no seed nodes.
   p50 / p99 over ``--queries`` queries.
 
 Safety: the paper's uncapped chunk graph is quadratic in hub groups (a name in 1 % of the

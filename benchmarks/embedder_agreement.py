@@ -1,4 +1,4 @@
-"""Agreement of the int8 ONNX MiniLM with the torch float32 reference (DESIGN §7).
+"""Agreement of the int8 ONNX MiniLM with the torch float32 reference (docs/architecture.md §2).
 
 Needs both embedders, i.e. a throwaway venv with torch (never the project venv):
 

@@ -22,6 +22,8 @@ import time
 import numba
 import numpy as np
 
+from hyperrag_fast.kernels.ppr import dense_sweep as sweep_unsigned  # the production sweep, measured as is
+
 try:
     from . import _common as C
     from ._graphs import chunk_graph_of_size
@@ -42,22 +44,6 @@ def sweep_signed(ptr, nbr, w, wsum, x, p, d, new):
         elif xi != 0.0:
             f = d * xi / wsum[i]
             for kk in range(ptr[i], ptr[i + 1]):
-                new[np.uint32(nbr[kk])] += f * w[kk]
-
-
-@numba.njit(nogil=True)
-def sweep_unsigned(ptr, nbr, w, wsum, x, p, d, new):
-    """The loop of ``kernels.ppr.ppr_power_topk``'s dense sweep."""
-    m = p.shape[0]
-    for i in range(m):
-        new[i] = (1.0 - d) * p[i]
-    for i in range(m):
-        xi = x[i]
-        if wsum[i] == 0.0:
-            new[i] += d * xi
-        elif xi != 0.0:
-            f = d * xi / wsum[i]
-            for kk in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
                 new[np.uint32(nbr[kk])] += f * w[kk]
 
 
@@ -120,12 +106,11 @@ def wiki(a):
         from .bench_2wiki import load
     except ImportError:
         from bench_2wiki import load
-    from hyperrag_fast.methods import resources
-    from hyperrag_fast.retriever import QueryOptions
+    from hyperrag_fast.config import QueryOptions
     _, _, _, ret, qs, _ = load(a.index, 1000)
-    res, o = resources(ret.state), QueryOptions()
+    o = QueryOptions()
     vecs = ret._embed(qs).astype(np.float32)
-    bm = res.bm25()
+    bm = ret.state.bm25
 
     def bm_scipy(i):
         s = bm.scores(qs[i])
@@ -133,7 +118,7 @@ def wiki(a):
         return nz[np.lexsort((nz, -s[nz]))][:20]
     out = {"bm25_top20_us": {"scipy_scores_lexsort": per_call(bm_scipy, len(qs), a.repeats) * 1e6,
                              "compiled_top_k": per_call(lambda i: bm.top_k(qs[i], 20), len(qs), a.repeats) * 1e6}}
-    ns = res.node_search("semi")
+    ns = ret.state.node_search["index"]
     k = o.k_nodes
     out["node_search_us"] = {
         "search": per_call(lambda i: ns.search(vecs[i], k), len(qs), a.repeats) * 1e6,

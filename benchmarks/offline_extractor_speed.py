@@ -1,4 +1,4 @@
-"""Offline extractor throughput and name-group sizes on 2WikiMultiHopQA (DESIGN §7, §8).
+"""Offline extractor throughput and name-group sizes on 2WikiMultiHopQA (docs/architecture.md §2, §5).
 
     python benchmarks/offline_extractor_speed.py [--sample 1000] [--out benchmarks/results/offline_extractor_speed.md]
 
@@ -61,7 +61,7 @@ def main() -> None:
         "# Offline extractor speed and name-group sizes (2WikiMultiHopQA corpus)",
         "",
         f"Command: `python benchmarks/offline_extractor_speed.py --sample {args.sample}`  ",
-        f"Extractor: `{OfflineExtractor().name}` (spaCy senter + ner, DESIGN §7)  ",
+        f"Extractor: `{OfflineExtractor().name}` (spaCy senter + ner, docs/architecture.md §2)  ",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, 2 cores shared; "
         "passage = title + text as one chunk; the title line is not parsed (title = subject entity).",
         "",

@@ -3,7 +3,7 @@ suggestion, measured; the library kernel is not changed).
 
     python benchmarks/ppr_push_experiment.py                 # 10k, 100k, 1M chunks; d 0.85, 0.2
 
-Same graphs and priors as ``bench_ppr.py`` (defaults from ``presets.TUNED_STITCH``), plus a
+Same graphs and priors as ``bench_ppr.py`` (defaults from ``config.TUNED_STITCH``), plus a
 dense prior over every node (the query path's case: every chunk of C_q has I(c) > 0).
 Solvers, median of ``--repeats``:
 
@@ -29,10 +29,11 @@ import argparse
 import numpy as np
 from numba import njit
 
-from hyperrag_fast import presets
+from hyperrag_fast.engine import kernel_params
+from hyperrag_fast import config
 from hyperrag_fast.kernels import params as PRM
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_push_topk
-from hyperrag_fast.options import StitchOptions
+from hyperrag_fast.config import StitchOptions
 
 try:
     from . import _common as C
@@ -159,8 +160,8 @@ def main():
     ap.add_argument("--prior-nnz", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    st = presets.TUNED_STITCH
-    wk = int(StitchOptions(graph_weight=st.graph_weight).to_params()[PRM.GRAPH_WEIGHT])
+    st = config.TUNED_STITCH
+    wk = int(kernel_params(StitchOptions(graph_weight=st.graph_weight))[PRM.GRAPH_WEIGHT])
     tol, K = st.tol, 8
     ptr0 = np.array([0, 1, 2]); nbr0 = np.array([1, 0], dtype=np.int32)
     push_topk_local(ptr0, nbr0, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.5, 1e-6, K)

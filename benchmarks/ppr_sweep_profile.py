@@ -17,7 +17,7 @@ import argparse
 
 import numpy as np
 
-from hyperrag_fast import presets
+from hyperrag_fast import config
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_power_topk
 from hyperrag_fast.kernels.ppr_factored import ppr_factored_topk
 
@@ -45,7 +45,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="ppr_sweep_profile.json")
     a = ap.parse_args()
-    st = presets.TUNED_STITCH
+    st = config.TUNED_STITCH
     D, tol, k = st.damping, st.tol, st.top_k
     wk = 1 if st.graph_weight == "inverse_size" else 0
     import igraph as ig

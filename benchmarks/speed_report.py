@@ -70,8 +70,8 @@ def main():
                        "threads_2_over_1": ">= 1.7", "bandwidth_floor_ratio": "<= 5"},
            "sources": {}}
     if ppr:
-        from hyperrag_fast import presets
-        dflt = f"{presets.TUNED_STITCH.damping:g}"
+        from hyperrag_fast import config
+        dflt = f"{config.TUNED_STITCH.damping:g}"
         summ = ppr["summary"]
         main_d = dflt if dflt in summ else next(iter(summ))
         s0 = summ[main_d]
@@ -88,7 +88,7 @@ def main():
                                           for k, d in ppr["sizes"].items()},
                            "note": "headline (key name kept from the contract) = median over sizes of "
                                    "(PRPACK solve / solve of the solver the library's default options run: "
-                                   "presets.TUNED_STITCH.ppr, 'power' -> ppr_power_topk, 'push' -> "
+                                   "config.TUNED_STITCH.ppr, 'power' -> ppr_power_topk, 'push' -> "
                                    "ppr_push_topk) at the default damping; top8_agreement = min over sizes "
                                    "and dampings of that solver vs the exact solve; PRPACK with "
                                    "OMP_NUM_THREADS=1; construct = igraph Graph() + weights"})
@@ -229,7 +229,7 @@ def main():
                                             "results/2wiki.json and re-run benchmarks/speed_report.py")
         out["candidate_ms"]["pending"] = out["graph_stage_ms"]["pending"]
     out["options_used"] = {
-        "default": "the library default: QueryOptions() = presets.TUNED_STITCH + TUNED_HYBRID, read at run time "
+        "default": "the library default: QueryOptions() = config.TUNED_STITCH + TUNED_HYBRID, read at run time "
                    "by every benchmark (repr in each figure's *_options entry); on synthetic corpora there is no "
                    "question text, so the BM25 term and question-entity seeds are off",
         "paper": "StitchOptions.paper() (method stitch_paper): power PPR d 0.85, no group caps, uniform weights",
@@ -270,7 +270,7 @@ def main():
             + "; where the time goes: ppr.sweep_profile and benchmarks/README.md")
     if wiki and "methods" in wiki:
         notes["candidate_2wiki"] = ("candidate_ms.2wiki_* of the default stitch method include the BM25 top-k and "
-                                    "the question -> seed-node lookup (presets.TUNED_HYBRID.seeds) besides the two "
+                                    "the question -> seed-node lookup (config.TUNED_HYBRID.seeds) besides the two "
                                     "ANN searches; parts in candidate_ms.2wiki_parts_p50 (key ner_seeds = that "
                                     "lookup, whatever the seed kind); question embedding apart in embed_ms_2wiki")
     if scale and size_key(scale["sizes"], 10_000_000):

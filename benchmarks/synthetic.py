@@ -10,7 +10,7 @@ Model (semi-merge: one entity state per (chunk, name group)):
   the article's own entities, repeated over its chunks -> small groups, dt of a few
   chunks), otherwise a global name drawn from a Zipf-Mandelbrot law
   P(k) ~ (k + q)^-s over ``vocab_ratio * n_states`` names (s = 1.0, q = 10: the top
-  name holds ~1 % of states, like "american" on 2Wiki, DESIGN §8). A name repeated in
+  name holds ~1 % of states, like "american" on 2Wiki). A name repeated in
   one chunk is one state (dedup);
 * hyperedges (topic sentences): round(k_c / 2) per chunk, sizes 2-6
   (P = .35 .30 .18 .10 .07); every state is in at least one hyperedge;

@@ -1,21 +1,28 @@
-"""Same top-8 before and after a kernel change, on the real 2WikiMultiHopQA questions.
+"""Same top-8 before and after a change, on the real 2WikiMultiHopQA questions.
 
-    # 1. with each checkout's code on the path (PYTHONPATH=<checkout>), dump the top-8:
-    python benchmarks/topk_equivalence.py dump before.npz --index indexes/2wiki
-    python benchmarks/topk_equivalence.py dump after.npz --index indexes/2wiki
+    # 1. with each checkout's code first on the path, dump the top-8 of every method:
+    PYTHONPATH=<before checkout> python benchmarks/topk_equivalence.py dump before.npz --index indexes/2wiki --cache-dir cache
+    PYTHONPATH=<after checkout>  python benchmarks/topk_equivalence.py dump after.npz --index indexes/2wiki --cache-dir cache
     # 2. compare:
     python benchmarks/topk_equivalence.py compare before.npz after.npz
+    # 3. graph-stage speed: alternate before/after dumps of stitch and stitch_paper, then
+    python benchmarks/topk_equivalence.py speed --before b1.npz b2.npz --after a1.npz a2.npz
 
-``dump`` runs every question through the registered methods (default ``stitch`` and
-``stitch_paper``) exactly as ``bench_2wiki.py`` does (``METHODS[name](state, q, text,
-options, False)`` with ``QueryOptions()`` read at run time) and stores the top-8 chunk
-ids, their scores and ``graph_ms``. ``compare`` writes ``results/topk_equivalence.json``:
-per method, how many questions have the identical ordered top-8, the largest score
-difference, and graph_ms p50 of both runs (same machine, run one after the other).
+``dump`` runs every question through every registered method (or ``--methods``) exactly
+as ``bench_2wiki.py`` does (``METHODS[name](state, q, text, options, False)`` with the
+default ``QueryOptions()`` read at run time) and stores the top-8 chunk ids, their scores
+and ``graph_ms``. Methods that read a structure built by the explicit build step
+(merge variants, CODA: ``hyperrag build-methods``) get it from ``<index>/methods``,
+built there first when missing (code without that step builds them on first query).
+``compare`` writes ``results/topk_equivalence.json``: per method, how many questions
+have the identical ordered top-8, the largest score difference, and graph_ms p50 of
+both runs (same machine, run one after the other).
 """
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -26,44 +33,119 @@ except ImportError:
     import _common as C
 
 
-def dump(a):
-    try:
-        from .bench_2wiki import load
-    except ImportError:
-        from bench_2wiki import load
+def _new_layout() -> bool:
+    """Whether the code on the path has the explicit registry and build step (checked by
+    file: an editable install can resolve missing submodules from another checkout)."""
     import hyperrag_fast
-    from hyperrag_fast.retriever import METHODS, QueryOptions, methods_registry
+    return (Path(hyperrag_fast.__file__).parent / "prebuilt.py").is_file()
 
-    methods_registry()
-    _ds, _emb, _idx, ret, qs, _ = load(a.index, a.questions)
+
+def _registry():
+    """(METHODS, QueryOptions) of the code on the path (before or after the registry split)."""
+    if _new_layout():
+        from hyperrag_fast.config import QueryOptions
+        from hyperrag_fast.methods import METHODS
+    else:  # code before the explicit registry
+        from hyperrag_fast.retriever import METHODS, QueryOptions, methods_registry
+        methods_registry()
+    return METHODS, QueryOptions
+
+
+def _retriever(index_dir, methods, cache_dir):
+    from hyperrag_fast.embed.cache import CachedEmbedder
+    from hyperrag_fast.eval.harness import default_embedder
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.retriever import Retriever
+
+    # through the evaluation's embedding cache: texts embedded by the first run (questions,
+    # merged descriptions, entity names) get the same vectors in the second
+    emb = (CachedEmbedder(default_embedder(), Path(cache_dir) / "embeddings.sqlite") if cache_dir
+           else default_embedder())
+    idx = HyperIndex.load(index_dir, embedder=emb)
+    if not _new_layout():  # code that builds these structures on first query
+        return Retriever(idx, emb)
+    from hyperrag_fast.methods import needs
+    from hyperrag_fast.prebuilt import ensure_prebuilt
+    structures = sorted({s for m in methods for s in needs(m, idx.merge)})
+    return Retriever(idx, emb, prebuilt=ensure_prebuilt(index_dir, idx, structures))
+
+
+def dump(a):
+    import hyperrag_fast
+    from hyperrag_fast.eval.data import load_dataset
+
+    METHODS, QueryOptions = _registry()
+    methods = a.methods or sorted(METHODS)
+    ds = load_dataset("2wikimultihopqa", "all")
+    qs = [q.question for q in ds.questions]
+    qs = qs[:a.questions] if a.questions else qs
+    ret = _retriever(a.index, methods, a.cache_dir)
+    ret.warmup()
     vecs = ret._embed(qs)
-    out = {"code": np.array(hyperrag_fast.__file__)}
-    for m in a.methods:
+    out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(methods),
+           "command": np.array(C.command())}
+    for m in methods:
         o = replace(QueryOptions(), method=m)
         fn = METHODS[m]
+        t0 = time.perf_counter()
+        for q, text in zip(vecs[:3], qs[:3]):  # warm (JIT, BM25, lookups)
+            fn(ret.state, q, text, o, False)
         ids, sc, t = [], [], []
         for q, text in zip(vecs, qs):
             r = fn(ret.state, q, text, o, False)
-            ids.append(np.asarray(r.chunk_ids)[:8])
-            sc.append(np.asarray(r.scores)[:8])
+            i8 = np.full(8, -1, np.int64)
+            s8 = np.full(8, np.nan)
+            n = min(8, len(r.chunk_ids))
+            i8[:n], s8[:n] = np.asarray(r.chunk_ids)[:n], np.asarray(r.scores)[:n]
+            ids.append(i8)
+            sc.append(s8)
             t.append(r.graph_ms)
         out[m + "_ids"], out[m + "_scores"], out[m + "_graph_ms"] = np.array(ids), np.array(sc), np.array(t)
-        print(m, "graph_ms p50", float(np.median(t)), flush=True)
+        print(m, "graph_ms p50", round(float(np.median(t)), 4), "wall s", round(time.perf_counter() - t0, 1),
+              flush=True)
     np.savez(a.file, **out)
 
 
 def compare(a):
     x, y = np.load(a.before), np.load(a.after)
-    res = {"before": {"file": a.before, "code": str(x["code"])}, "after": {"file": a.after, "code": str(y["code"])},
-           "methods": {}}
+    def side(z, f, note):
+        return {"file": f, "code": str(z["code"]),
+                "command": str(z["command"]) if "command" in z.files else note}
+    res = {"before": side(x, a.before, a.before_command), "after": side(y, a.after, a.after_command),
+           "note": a.note, "methods": {}}
     for m in sorted({k[:-4] for k in x.files if k.endswith("_ids")}):
+        if m + "_ids" not in y.files:
+            res["methods"][m] = "missing after"
+            continue
         same = (x[m + "_ids"] == y[m + "_ids"]).all(axis=1)
+        d = np.abs(x[m + "_scores"] - y[m + "_scores"])
         res["methods"][m] = {"questions": int(same.shape[0]), "identical_ordered_top8": int(same.sum()),
-                             "max_abs_score_diff": float(np.abs(x[m + "_scores"] - y[m + "_scores"]).max()),
+                             "max_abs_score_diff": float(np.nanmax(d)) if np.isfinite(d).any() else 0.0,
                              "graph_ms_p50_before": float(np.median(x[m + "_graph_ms"])),
                              "graph_ms_p50_after": float(np.median(y[m + "_graph_ms"]))}
         print(m, res["methods"][m])
-    C.write_result("topk_equivalence.json", res)
+    C.write_result(a.out, res)
+
+
+def speed(a):
+    """graph_ms p50 of each dump (runs alternated before/after, same machine, one session)
+    and the median of the per-run p50s per side."""
+    res = {"runs": [], "note": a.note, "methods": {}}
+    sides = {"before": a.before, "after": a.after}
+    for side, files in sides.items():
+        for f in files:
+            z = np.load(f)
+            res["runs"].append({"side": side, "file": f, "code": str(z["code"]),
+                                "command": str(z["command"]) if "command" in z.files else a.before_command,
+                                **{m: float(np.median(z[m + "_graph_ms"])) for m in a.methods}})
+    for m in a.methods:
+        b = [r[m] for r in res["runs"] if r["side"] == "before"]
+        f = [r[m] for r in res["runs"] if r["side"] == "after"]
+        res["methods"][m] = {"graph_ms_p50_before_runs": b, "graph_ms_p50_after_runs": f,
+                             "before_median": float(np.median(b)), "after_median": float(np.median(f)),
+                             "after_over_before": float(np.median(f) / np.median(b))}
+        print(m, res["methods"][m])
+    C.write_result(a.out, res)
 
 
 def main():
@@ -73,12 +155,24 @@ def main():
     d.add_argument("file")
     d.add_argument("--index", default="indexes/2wiki")
     d.add_argument("--questions", type=int, default=0, help="0 = all")
-    d.add_argument("--methods", nargs="+", default=["stitch", "stitch_paper"])
+    d.add_argument("--cache-dir", default=None, help="embedding cache (the eval harness's --cache-dir)")
+    d.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")
+    c.add_argument("--out", default="topk_equivalence.json")
+    c.add_argument("--before-command", default=None, help="recorded when the dump did not store it")
+    c.add_argument("--after-command", default=None)
+    c.add_argument("--note", default="")
+    sp = sub.add_parser("speed", help="graph-stage p50 of alternating before/after dumps")
+    sp.add_argument("--before", nargs="+", required=True)
+    sp.add_argument("--after", nargs="+", required=True)
+    sp.add_argument("--methods", nargs="+", default=["stitch", "stitch_paper"])
+    sp.add_argument("--out", default="graph_stage_2wiki_ab.json")
+    sp.add_argument("--before-command", default=None)
+    sp.add_argument("--note", default="")
     a = ap.parse_args()
-    dump(a) if a.cmd == "dump" else compare(a)
+    {"dump": dump, "compare": compare, "speed": speed}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ options move as one coordinate (BM25 weight and k; seed matcher and n-gram lengt
 and chunk-graph shape). Searched apart, "ner+ngram" was judged with 1-word n-grams only and
 never won, and d = 0 made the graph options a plateau that hid d = 0.2 on a sparse graph. Every evaluated setting is written to
 ``benchmarks/results/tuning_stitch_dev.{json,md}``; copy the winner into
-``hyperrag_fast/presets.py`` by hand (the file records it, nothing is hard-coded here).
+``hyperrag_fast/config.py`` by hand (the file records it, nothing is hard-coded here).
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ import numpy as np
 
 from hyperrag_fast.eval.data import load_dataset
 from hyperrag_fast.eval.harness import (default_embedder, default_extractor, embed_questions,
-                                        load_or_build_index, machine_info, register_methods,
+                                        load_or_build_index, machine_info,
                                         run_method)
 from hyperrag_fast.eval.metrics import mean_recall
-from hyperrag_fast.hybrid import HybridOptions
-from hyperrag_fast.options import StitchOptions
+from hyperrag_fast.config import HybridOptions
+from hyperrag_fast.config import StitchOptions
 from hyperrag_fast.retriever import QueryOptions, Retriever
 
 INF = math.inf
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--out", default="benchmarks/results/tuning_stitch_dev")
     a = p.parse_args(argv)
-    register_methods()
+
     ds = load_dataset("2wikimultihopqa", "dev", a.data_dir)  # dev only: never test here
     emb = default_embedder()
     ix, _ = load_or_build_index(ds, default_extractor(), emb, a.index_dir, a.cache_dir)

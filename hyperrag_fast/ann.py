@@ -1,9 +1,9 @@
-"""Candidate search over one embedding matrix (DESIGN §3 step 1, §7).
+"""Candidate search over one embedding matrix (docs/architecture.md §4 step 1, §8).
 
 :class:`VectorIndex` answers top-k cosine queries over L2-normalised float32 rows,
 either exactly (compiled float32 dot products and an ordered top-k, ``kernels.dense``) or
 with a usearch HNSW index.
-Below ``exact_threshold`` rows the exact search is used: DESIGN §7 measured it
+Below ``exact_threshold`` rows the exact search is used: it was measured
 competitive below ~100k vectors, and it needs no build time. Returned similarities
 are always the exact cosines of the returned rows (usearch hits are rescored), and
 results are ordered by similarity, ties by id, so both back ends agree on order.
@@ -24,48 +24,28 @@ A single query searches usearch with one thread (``AnnParams.threads`` is for ba
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
+from .config import BACKENDS, EXACT_THRESHOLD, AnnParams  # noqa: F401  (AnnParams: configuration)
 from .kernels.dense import all_finite, exact_topk, expand_rescore_topk
 
-#: default size below which exact search is used (see the module docstring).
-EXACT_THRESHOLD = 10_000
-BACKENDS = ("auto", "exact", "usearch")
 _ADD_BLOCK = 16384  # rows handed to usearch per add call (bounded gather)
 
 
-@dataclass(frozen=True)
-class AnnParams:
-    """usearch HNSW parameters (DESIGN §7) and the exact/approximate switch.
-
-    ``backend``: "auto" (exact below ``exact_threshold`` rows, else usearch),
-    "exact" or "usearch". ``expansion_search`` was tuned so recall@50 against exact
-    search stays >= 0.98 on the 2Wiki dev data (tests/test_ann.py): 64 gave 0.964,
-    128 gave 0.993 (usearch never searches narrower than k).
-    """
-
-    backend: str = "auto"
-    exact_threshold: int = EXACT_THRESHOLD
-    connectivity: int = 16
-    expansion_add: int = 128
-    expansion_search: int = 128
-    threads: int = 0  # usearch build/search threads; 0 = all cores
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        for name in ("connectivity", "expansion_add", "expansion_search"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.exact_threshold < 0 or self.threads < 0:
-            raise ValueError("exact_threshold and threads must be >= 0")
-
-    def use_usearch(self, n: int) -> bool:
-        if self.backend == "auto":
-            return n >= self.exact_threshold
-        return self.backend == "usearch"
+def top_k_desc(scores: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
+    """Ids (int64) of the ``k`` largest finite ``scores``, best first (equal scores by
+    lower id), skipping ``exclude``: the one top-k selection over a score vector outside
+    the kernels. Which of several ids tied at the k-th score is kept is NumPy's
+    ``argpartition`` choice (deterministic), as CODA's retrieval always selected."""
+    s = np.array(scores, dtype=np.float64)
+    if exclude is not None and exclude.size:
+        s[exclude] = -np.inf
+    k = min(int(k), int(np.isfinite(s).sum()))
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    part = np.argpartition(-s, k - 1)[:k]
+    return part[np.lexsort((part, -s[part]))].astype(np.int64)
 
 
 def _usearch_index(dim: int, p: AnnParams):
@@ -100,7 +80,7 @@ class VectorIndex:
             self._rep, self._dup_ptr, self._dup_ids = distinct
         if self.hnsw is None and self.params.use_usearch(self.n):
             self.hnsw = _usearch_index(self.dim, self.params)
-            from .build.vectors import release
+            from .mmaps import release
             for b in range(0, self._rep.shape[0], _ADD_BLOCK):
                 rep = self._rep[b:b + _ADD_BLOCK]
                 self.hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64),

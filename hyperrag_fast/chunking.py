@@ -1,4 +1,4 @@
-"""Documents in, chunks out: the first step of indexing (DESIGN §2, §4).
+"""Documents in, chunks out: the first step of indexing (docs/architecture.md §2).
 
 ``load_documents`` reads text/Markdown files, folders, JSON/JSONL corpora or Python
 iterables into :class:`Document` records; ``chunk_documents`` cuts them into
@@ -262,7 +262,7 @@ def chunk_documents(
     overlap: int = 0,
     tokenizer: Tokenizer | None = None,
 ) -> list[Chunk]:
-    """Cut documents into chunks of at most ``max_tokens`` tokens (DESIGN §4).
+    """Cut documents into chunks of at most ``max_tokens`` tokens (docs/architecture.md §2).
 
     A document that fits is one chunk. Otherwise each chunk ends at the last
     paragraph break, else the last sentence end, found in the second half of the

@@ -1,8 +1,9 @@
-"""``hyperrag`` command line: index, add, delete, query, ask, info, demo, eval (DESIGN §2).
+"""``hyperrag`` command line: index, add, delete, build-methods, query, ask, info, demo, eval.
 
 ``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
-Every command takes ``--json``; errors (missing paths, corrupted or mismatched index,
+Every query default comes from :mod:`hyperrag_fast.config` (``hyperrag query`` with no
+options runs ``config.TUNED``, the API's ``QueryOptions()``). Every command takes ``--json``; errors (missing paths, corrupted or mismatched index,
 missing optional packages) print one line on stderr and exit with status 2.
 """
 from __future__ import annotations
@@ -12,11 +13,13 @@ import json
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from .embed.registry import embedder_for_name, make_embedder
 from .store import IndexError_, read_manifest, writer_lock
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
@@ -33,15 +36,6 @@ class CliError(Exception):
 
 
 # ------------------------------------------------------------------ components
-def make_embedder(kind: str):
-    """``minilm`` (int8 ONNX all-MiniLM-L6-v2, the default) or ``hashing`` (tests only)."""
-    if kind == "hashing":
-        from .embed.hashing import HashingEmbedder
-        return HashingEmbedder()
-    from .embed.onnx_minilm import OnnxMiniLM
-    return OnnxMiniLM()
-
-
 def make_extractor(kind: str, args=None, index_path: str | None = None):
     """``offline`` (spaCy, the default), ``regex`` (dependency-free, tests only) or ``llm``
     (STITCH-RAG's LLM extraction; ``args`` carry --model/--base-url/--api-key, else the
@@ -75,15 +69,11 @@ def _llm_extractor(args, model: str | None, index_path: str | None):
 
 def embedder_for(manifest: dict[str, Any]):
     """The embedder an index was built with, from its manifest name."""
-    name = manifest["embedder"]["name"]
-    if name.startswith("all-MiniLM-L6-v2-onnx-int8"):
-        return make_embedder("minilm")
-    if name.startswith("hashing-v1:"):
-        from .embed.hashing import HashingEmbedder
-        parts = dict(p.split("=", 1) for p in name.split(":")[1:])
-        return HashingEmbedder(dim=int(parts["dim"]), seed=int(parts["seed"]))
-    raise CliError(f"the index was built with embedder {name!r}, which the CLI cannot "
-                   f"construct; use the Python API")
+    try:
+        return embedder_for_name(manifest["embedder"]["name"])
+    except ValueError as e:
+        raise CliError(f"the index was built with embedder {manifest['embedder']['name']!r}, "
+                       f"which the CLI cannot construct; use the Python API") from e
 
 
 def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = None):
@@ -121,7 +111,7 @@ def _existing(path: str) -> str:
 
 # -------------------------------------------------------------------- commands
 def _build_options(a):
-    from .build.pipeline import BuildOptions
+    from .config import BuildOptions
     return BuildOptions(partition_docs=a.partition_docs, workers=a.workers,
                         scheduler=a.scheduler, pipeline=a.pipeline)
 
@@ -205,20 +195,32 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
+def query_options(a):
+    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments."""
+    from .config import QueryOptions
+    return QueryOptions(method=a.method, k_nodes=a.k_nodes, k_chunks=a.k_chunks).with_top_k(a.top_k)
+
+
+def _retriever(ix, path: str, method: str):
+    """A retriever with the prebuilt structures ``method`` reads (none for most)."""
+    from .methods import needs
+    from .prebuilt import load_prebuilt
+    from .retriever import Retriever
+    return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge)))
+
+
 def cmd_query(a) -> dict[str, Any] | None:
     """One query (``text``), or with ``--questions`` one JSON line per question (printed
     here, as they are answered; see :mod:`hyperrag_fast.cli_batch`)."""
     from .cli_batch import read_questions, run_batch
-    from .retriever import QueryOptions, Retriever
     if a.questions is not None and a.text is not None:
         raise CliError("give a question or --questions FILE, not both")
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
     ix = _load(a.index, verify=not a.no_verify)
-    opts = QueryOptions(method=a.method, k_nodes=a.k_nodes, k_edges=a.k_edges,
-                        k_chunks=a.k_chunks).with_top_k(a.top_k)
-    r = Retriever(ix)
+    opts = query_options(a)
+    r = _retriever(ix, a.index, a.method)
 
     def render(res) -> dict[str, Any]:
         out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
@@ -240,7 +242,20 @@ def cmd_query(a) -> dict[str, Any] | None:
 
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
-    return ask(a, lambda path, verify: _load(path, verify=verify))
+    return ask(a, lambda path, verify: _retriever(_load(path, verify=verify), path, a.method))
+
+
+def cmd_build_methods(a) -> dict[str, Any]:
+    """Build (and save beside the index) what the named methods read."""
+    from .methods import needs
+    from .prebuilt import STRUCTURES, ensure_prebuilt
+    ix = _load(a.index)
+    names = a.methods or None
+    structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
+                  else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
+    pre = ensure_prebuilt(a.index, ix, structures)
+    return {"index": a.index, "built": structures,
+            "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
 
 
 def cmd_info(a) -> dict[str, Any]:
@@ -264,13 +279,13 @@ def cmd_demo(a) -> dict[str, Any]:
     ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor, a, str(target)), embedder,
                           progress=not a.quiet)
     ix.save(target)
-    from .retriever import QueryOptions
+    from .config import PAPER, TUNED
     r = Retriever(ix, embedder)
     # our dev-tuned default, the paper's method as published, and dense.
     variants = {
-        "stitch": QueryOptions(),
-        "stitch_paper": QueryOptions(method="stitch_paper"),
-        "dense": QueryOptions(method="dense"),
+        "stitch": TUNED,
+        "stitch_paper": PAPER,
+        "dense": replace(TUNED, method="dense"),
     }
     answers = []
     for q in DEMO_QUESTIONS:
@@ -297,7 +312,7 @@ def _plain(v: Any) -> Any:
 
 # ---------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    from .hypergraph import MERGES
+    from .config import MERGES
     p = argparse.ArgumentParser(prog="hyperrag", description="STITCH-RAG multi-hop retrieval")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -314,9 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--concurrency", type=int, default=8, help="LLM requests in flight")
     llm.add_argument("--retry-failures", action="store_true",
                      help="re-ask chunks whose cached LLM answers were unusable")
-    comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
+                      help="minilm: int8 ONNX all-MiniLM-L6-v2; hashing: tests only")
 
-    from .build.pipeline import BuildOptions
+    from .config import BuildOptions
     build = argparse.ArgumentParser(add_help=False)
     build.add_argument("--workers", type=int, default=BuildOptions.workers,
                        help="extract and embed on a local Dask cluster of N single-threaded "
@@ -364,24 +380,31 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("doc_ids", nargs="+")
     s.set_defaults(func=cmd_delete)
 
+    from .config import TUNED
+    from .methods import METHODS
+    s = sub.add_parser("build-methods", parents=[common],
+                       help="build what merge_full/merge_none/coda*/stitch_consolidated read")
+    s.add_argument("index")
+    s.add_argument("methods", nargs="*", metavar="METHOD",
+                   help="methods to prepare (default: every prebuilt structure)")
+    s.set_defaults(func=cmd_build_methods)
+
     s = sub.add_parser("query", parents=[common], help="retrieve chunks (JSON)")
     s.add_argument("index")
     s.add_argument("text", nargs="?", help="the question (or use --questions)")
     s.add_argument("--questions", default=None, metavar="FILE",
                    help="answer every line of FILE (- = stdin): a JSON object "
                         '{"question", "id"?} or plain text; prints one JSON line each')
-    from .retriever import methods_registry
-    s.add_argument("--method", choices=sorted(methods_registry()), default="stitch")
-    s.add_argument("--top-k", type=int, default=8)
-    s.add_argument("--k-nodes", type=int, default=50)
-    s.add_argument("--k-edges", type=int, default=50)
-    s.add_argument("--k-chunks", type=int, default=50)
+    s.add_argument("--method", choices=sorted(METHODS), default=TUNED.method)
+    s.add_argument("--top-k", type=int, default=TUNED.top_k)
+    s.add_argument("--k-nodes", type=int, default=TUNED.k_nodes, help="K_V: candidate entity states")
+    s.add_argument("--k-chunks", type=int, default=TUNED.k_chunks, help="K_C: candidate chunks")
     s.add_argument("--explain", action="store_true", help="include intermediates")
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
     s.set_defaults(func=cmd_query)
 
     from .cli_answers import add_ask_parser, add_eval_parser
-    add_ask_parser(sub, [common], methods_registry(), cmd_ask)
+    add_ask_parser(sub, [common], METHODS, cmd_ask)
     add_eval_parser(sub)
 
     s = sub.add_parser("info", parents=[common], help="manifest, counts, biggest name groups")
@@ -426,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:  # its own parsers and output (argparse cannot forward options)
         from .cli_answers import run_eval
-        return run_eval(argv[1:])
+        return run_eval(argv[1:], make_extractor)
     args = build_parser().parse_args(argv)
     try:
         out = args.func(args)

@@ -33,8 +33,9 @@ def add_ask_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: Seq
                        help="answer a question from an index, with citations (JSON)")
     s.add_argument("index")
     s.add_argument("question")
-    s.add_argument("--method", choices=sorted(methods), default="stitch")
-    s.add_argument("--top-k", type=int, default=8)
+    from .config import TUNED
+    s.add_argument("--method", choices=sorted(methods), default=TUNED.method)
+    s.add_argument("--top-k", type=int, default=TUNED.top_k)
     s.add_argument("--max-context-chars", type=int, default=12_000)
     s.add_argument("--temperature", type=float, default=0.0)
     s.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
@@ -46,12 +47,13 @@ def add_ask_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: Seq
 
 
 def cmd_ask(a, load) -> dict[str, Any]:
-    """Retrieve with ``--method`` and answer; ``load(path, verify)`` opens the index."""
+    """Retrieve with ``--method`` and answer; ``load(path, verify)`` gives the retriever."""
+    from dataclasses import replace
+
     from .answer import answer
-    from .retriever import QueryOptions, Retriever
+    from .config import TUNED
     client = make_client(a.base_url, a.model, a.api_key, a.timeout)
-    ix = load(a.index, not a.no_verify)
-    ans = answer(Retriever(ix), a.question, client, QueryOptions(method=a.method),
+    ans = answer(load(a.index, not a.no_verify), a.question, client, replace(TUNED, method=a.method),
                  top_k=a.top_k, stream=a.stream, max_context_chars=a.max_context_chars,
                  temperature=a.temperature)
     return {"question": a.question, "method": a.method, **ans.to_dict()}
@@ -78,27 +80,28 @@ def add_eval_parser(sub) -> None:
     s.add_argument("rest", nargs=argparse.REMAINDER)  # main() forwards before parsing
 
 
-def run_eval(argv: Sequence[str]) -> int:
+def run_eval(argv: Sequence[str], make_extractor) -> int:
     """Forward to the retrieval harness, or to :func:`answers_main` with ``--answers``."""
     argv = list(argv)
     if "--answers" in argv:
         argv.remove("--answers")
-        return answers_main(argv)
+        return answers_main(argv, make_extractor)
     from .eval.__main__ import main as eval_main
     return eval_main(argv)
 
 
 def answers_parser() -> argparse.ArgumentParser:
+    from .config import TUNED
     from .eval.data import DATASETS
     p = argparse.ArgumentParser(prog="hyperrag eval --answers",
                                 description="answer Contain-Acc / EM / F1 (and LLM-judge acc) "
                                             "of retrieval methods plus zero-shot")
     p.add_argument("--dataset", choices=DATASETS, required=True)
     p.add_argument("--split", choices=("dev", "test", "all"), required=True)
-    p.add_argument("--methods", default="dense,stitch", help="comma-separated method names")
+    p.add_argument("--methods", default=f"dense,{TUNED.method}", help="comma-separated method names")
     p.add_argument("--no-zero-shot", action="store_true", help="skip the zero_shot row")
     p.add_argument("--limit", type=int, default=None, help="first N questions of the split")
-    p.add_argument("--top-k", type=int, default=8)
+    p.add_argument("--top-k", type=int, default=TUNED.top_k)
     p.add_argument("--max-context-chars", type=int, default=12_000)
     p.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     p.add_argument("--temperature", type=float, default=0.0)
@@ -117,9 +120,9 @@ def answers_parser() -> argparse.ArgumentParser:
     return p
 
 
-def answers_main(argv: Sequence[str]) -> int:
+def answers_main(argv: Sequence[str], make_extractor) -> int:
     """Run :func:`~hyperrag_fast.eval.answers.evaluate_answers` and print the table."""
-    from .cli import make_embedder, make_extractor
+    from .embed.registry import make_embedder
     from .eval.answers import evaluate_answers
     from .llm.client import LLMError
     argv = list(argv)

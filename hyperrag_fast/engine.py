@@ -1,7 +1,8 @@
 """STITCH query engine: validates inputs, keeps one scratch per thread, calls the kernel.
 
 The engine sees vectors and candidate ids only; candidate search (ANN / exact / BM25)
-and query embedding happen before it (DESIGN §3 step 1).
+and query embedding happen before it (docs/architecture.md §4 step 1). The arrays it
+hands the kernel are the NamedTuples of ``kernels.layout``.
 """
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hypergraph import Hypergraph
+from .config import StitchOptions
+from .kernels import params as P
+from .kernels.layout import IndexArrays
 from .kernels.query import check_inputs, stitch_query
 from .kernels.scratch import new_scratch
-from .options import StitchOptions, group_alphas, group_weights
 
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0, dtype=np.float64)
@@ -58,8 +61,10 @@ class StitchEngine:
         if len(dims) != 1:
             raise ValueError(f"node, edge and chunk vectors differ in dimension: {sorted(dims)}")
         self.dim = dims.pop()
+        self.n_nodes, self.n_chunks = graph.n_nodes, graph.n_chunks
         self._local = threading.local()
         self._weights: dict[tuple, tuple] = {}
+        self._arrays: dict[tuple, IndexArrays] = {}
         self._lock = threading.Lock()
 
     def _derived(self, opts: StitchOptions) -> tuple[np.ndarray, np.ndarray]:
@@ -76,13 +81,27 @@ class StitchEngine:
                 self._weights[key] = got
         return got
 
-    def kernel_arrays(self, opts: StitchOptions) -> tuple:
+    def index_arrays(self, opts: StitchOptions) -> IndexArrays:
+        """The arrays the query kernel reads, with the group weights of ``opts`` (made once
+        per weighting)."""
+        key = (opts.group_weight, opts.alpha, opts.alpha_value)
+        ix = self._arrays.get(key)
+        if ix is None:
+            ix = self._index_arrays(opts)
+            with self._lock:
+                self._arrays[key] = ix
+        return ix
+
+    def _index_arrays(self, opts: StitchOptions) -> IndexArrays:
         g = self.graph
         gw, ga = self._derived(opts)
-        return (g.node_chunk, g.node_group, g.nc_ptr, g.nc_chunks, g.edge_ptr, g.edge_nodes,
-                g.node_ptr, g.node_edges, g.group_ptr, g.group_nodes, g.chunk_ptr,
-                g.chunk_nodes, g.group_chunks, self.node_vec, self.edge_vec, self.chunk_vec,
-                gw, ga)
+        return IndexArrays(
+            node_chunk=g.node_chunk, node_group=g.node_group, nc_ptr=g.nc_ptr,
+            nc_chunks=g.nc_chunks, edge_ptr=g.edge_ptr, edge_nodes=g.edge_nodes,
+            node_ptr=g.node_ptr, node_edges=g.node_edges, group_ptr=g.group_ptr,
+            group_nodes=g.group_nodes, chunk_ptr=g.chunk_ptr, chunk_nodes=g.chunk_nodes,
+            group_chunks=g.group_chunks, node_vec=self.node_vec, edge_vec=self.edge_vec,
+            chunk_vec=self.chunk_vec, group_weight=gw, group_alpha=ga)
 
     def _scratch(self):
         sc = getattr(self._local, "scratch", None)
@@ -97,7 +116,7 @@ class StitchEngine:
         q,
         cand_nodes,
         cand_chunks,
-        options: StitchOptions | None = None,
+        options: StitchOptions,
         chunk_bonus=None,
         seed_nodes=None,
         seed_values=None,
@@ -105,12 +124,12 @@ class StitchEngine:
     ) -> StitchResult:
         """Rank chunks for query vector ``q`` given the candidate entity states V0 and
         chunks C0 (``chunk_bonus`` adds a per-candidate term to the prior I(c);
-        ``seed_nodes`` get A(v) >= ``seed_values``)."""
-        opts = options or StitchOptions()
+        ``seed_nodes`` get A(v) >= ``seed_values``). ``options`` is required: the
+        presets are in :mod:`hyperrag_fast.config`."""
+        opts = options
         q = np.ascontiguousarray(q, dtype=self.node_vec.dtype).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"query vector has dimension {q.shape[0]}, index has {self.dim}")
-        g = self.graph
         cn = _ids(cand_nodes)
         cc = _ids(cand_chunks)
         bonus = (np.zeros(cc.shape[0]) if chunk_bonus is None
@@ -122,20 +141,20 @@ class StitchEngine:
               else np.ascontiguousarray(seed_values, dtype=np.float64).reshape(-1))
         if sv.shape[0] != sn.shape[0]:
             raise ValueError("seed_values must have one value per seed node")
-        bad = check_inputs(q, cn, cc, sn, g.n_nodes, g.n_chunks)
+        bad = check_inputs(q, cn, cc, sn, self.n_nodes, self.n_chunks)
         if bad:
             if bad == 1:
                 raise ValueError("query vector holds NaN or inf")
-            name, n = {2: ("cand_nodes", g.n_nodes), 3: ("cand_chunks", g.n_chunks),
-                       4: ("seed_nodes", g.n_nodes)}[bad]
+            name, n = {2: ("cand_nodes", self.n_nodes), 3: ("cand_chunks", self.n_chunks),
+                       4: ("seed_nodes", self.n_nodes)}[bad]
             raise ValueError(f"{name} holds ids outside [0, {n})")
-        out = stitch_query(self.kernel_arrays(opts), self._scratch(), q, cn, cc, bonus, sn, sv,
-                           opts.to_params(), detail)
-        top, scores, cq, cd, nid, nd, eid, ev, stats = out
-        return StitchResult(top, scores, cq, cd[0], cd[1], cd[2], cd[3], nid, nd[0], nd[1],
-                            nd[2], nd[3], eid, ev, stats)
+        o = stitch_query(self.index_arrays(opts), self._scratch(), q, cn, cc, bonus, sn, sv,
+                         kernel_params(opts), detail)
+        cd, nd = o.chunk_detail, o.node_detail
+        return StitchResult(o.top_ids, o.top_scores, o.cq, cd[0], cd[1], cd[2], cd[3], o.node_ids,
+                            nd[0], nd[1], nd[2], nd[3], o.edge_ids, o.edge_S, o.stats)
 
-    def warmup(self, options: StitchOptions | None = None) -> None:
+    def warmup(self, options: StitchOptions) -> None:
         """Compile (or load from cache) and run one query, so a service pays no JIT
         cost on its first real request."""
         g = self.graph
@@ -156,3 +175,46 @@ def _vectors(name: str, m, n: int) -> np.ndarray:
 def _ids(a) -> np.ndarray:
     """int64, contiguous, flat (range-checked in ``check_inputs``)."""
     return np.ascontiguousarray(a, dtype=np.int64).reshape(-1)
+
+
+_DECAYS = {"tanh": P.DECAY_TANH, "exp": P.DECAY_EXP, "sigmoid": P.DECAY_SIGMOID}
+_PPRS = {"none": P.PPR_NONE, "power": P.PPR_POWER, "push": P.PPR_PUSH, "factored": P.PPR_FACTORED}
+_GRAPH_WEIGHTS = {"uniform": 0, "inverse_size": 1}
+_PRIORS = {"continuous": 0, "binary": 1}
+
+
+def kernel_params(o: StitchOptions) -> np.ndarray:
+    """The float64 vector the query kernel reads (layout: ``kernels.params``)."""
+    p = np.zeros(P.N_PARAMS, dtype=np.float64)
+    p[P.DELTA], p[P.LAMBDA], p[P.DAMPING] = o.delta, o.lam, o.damping
+    p[P.DECAY] = _DECAYS[o.decay]
+    p[P.SPATIAL], p[P.TEMPORAL] = float(o.spatial), float(o.temporal)
+    p[P.AGG_DIV] = o.agg_divisor
+    p[P.PRIOR] = _PRIORS[o.prior]
+    p[P.TEMPORAL_MAX_GROUP] = o.temporal_max_group
+    p[P.TEMPORAL_FROM_SPACE] = o.temporal_from_space
+    p[P.GRAPH_MAX_GROUP] = o.graph_max_group
+    p[P.GRAPH_WEIGHT] = _GRAPH_WEIGHTS[o.graph_weight]
+    p[P.PPR] = _PPRS[o.ppr]
+    p[P.TOL], p[P.MAX_ITER], p[P.TOPK] = o.tol, o.max_iter, o.top_k
+    return p
+
+
+def group_weights(kind: str, group_sizes: np.ndarray, group_chunks: np.ndarray, n_chunks: int) -> np.ndarray:
+    """Per-group projection weight w(g): ln(1 + N_g) (paper), IDF ln(N_C / chunks of g), or 1."""
+    if kind == "log1p":
+        return np.log1p(group_sizes.astype(np.float64))
+    if kind == "idf":
+        return np.log(max(n_chunks, 1) / np.maximum(group_chunks, 1).astype(np.float64))
+    return np.ones(group_sizes.shape[0], dtype=np.float64)
+
+
+def group_alphas(kind: str, value: float, group_sizes: np.ndarray) -> np.ndarray:
+    """Per-group decay rate alpha: n_u / n_bar (paper), fixed, or ln(1 + n_u / n_bar)."""
+    n_bar = float(group_sizes.mean()) if group_sizes.size else 1.0
+    ratio = group_sizes.astype(np.float64) / max(n_bar, 1e-12)
+    if kind == "ratio":
+        return ratio
+    if kind == "log":
+        return np.log1p(ratio)
+    return np.full(group_sizes.shape[0], float(value))

@@ -1,10 +1,10 @@
-"""The semi-merged topic hypergraph as arrays (DESIGN §2.1, STITCH-RAG §3.2, Alg. 2).
+"""The semi-merged topic hypergraph as arrays (docs/architecture.md §3, STITCH-RAG §3.2, Alg. 2).
 
 ``build_hypergraph`` turns per-chunk extractions (in preprocessing order) into the CSR
 arrays the kernels read, with the merge strategy of STITCH-RAG Definitions 2-3:
 
 * ``semi`` (default): every entity entry of a segment is an entity state with its own
-  description (DESIGN §4); states with the same normalised name form one group (phi),
+  description (docs/architecture.md §2); states with the same normalised name form one group (phi),
   ordered by chunk index t_v.
 * ``full``: one node per name, present in every chunk that names it; its description
   joins all of them.
@@ -18,11 +18,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .config import MERGES
 from .kernels.build import build_arrays
 from .normalize import normalize_name
 from .records import Extraction
 
-MERGES = ("semi", "full", "none")
 
 #: array fields, in the order they are saved and checked.
 ARRAY_FIELDS = (
@@ -34,7 +34,7 @@ ARRAY_FIELDS = (
 
 @dataclass(eq=False)
 class Hypergraph:
-    """Symbolic index: int arrays (see DESIGN §2.1) plus the texts beside them.
+    """Symbolic index: int arrays (see docs/architecture.md §3) plus the texts beside them.
 
     ``nc_ptr/nc_chunks`` list the chunks of each node (one each unless ``full``);
     ``group_chunks[g]`` counts the distinct chunks of group g.

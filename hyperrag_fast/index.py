@@ -1,4 +1,4 @@
-"""``HyperIndex``: build, save, load and incrementally update an index (DESIGN §2, §4).
+"""``HyperIndex``: build, save, load and incrementally update an index (docs/architecture.md §2).
 
 An index is the chunks in preprocessing order, one stored extraction per chunk, the
 hypergraph arrays built from those extractions, one embedding per node description,
@@ -24,10 +24,13 @@ import numpy as np
 from . import __version__
 from .ann import AnnParams, VectorIndex
 from .build.clock import StageClock, peak_rss_mb, rss_mb
-from .build.pipeline import (Built, BuildOptions, Seed, assemble, extraction_errors, seed_table,
+from .build.distinct import DistinctRows
+from .build.lexical import BM25Arrays, fit_bm25
+from .config import BuildOptions
+from .build.pipeline import (Built, Seed, assemble, extraction_errors, seed_table,
                              stream_build)
 from .build.vectors import TextVectors
-from .chunking import LoadResult
+from .chunking import LoadResult, chunk_passage
 from .embed.base import Embedder
 from .embed.cache import CachedEmbedder
 from .extract.base import Extractor
@@ -84,7 +87,8 @@ class HyperIndex:
                  extractor_name: str, max_tokens: int, overlap: int,
                  ann_params: AnnParams, ann: dict[str, VectorIndex] | None = None,
                  extractor: Extractor | None = None, embedder: Embedder | None = None,
-                 report: BuildReport | None = None, scratch: _Scratch | None = None) -> None:
+                 report: BuildReport | None = None, scratch: _Scratch | None = None,
+                 bm25: BM25Arrays | None = None) -> None:
         self.chunks = chunks
         self.extractions = extractions
         self.graph = graph
@@ -98,6 +102,7 @@ class HyperIndex:
         self.extractor, self.embedder = extractor, embedder
         self.report = report or BuildReport(chunks=len(chunks))
         self._scratch = scratch
+        self.bm25 = bm25 if bm25 is not None else fit_bm25([chunk_passage(c) for c in chunks])
         self._chunk_index = {c.chunk_id: i for i, c in enumerate(chunks)}
 
     @property
@@ -165,6 +170,7 @@ class HyperIndex:
                 vectors[k] = np.load(path, mmap_mode="r")
             built.table.close()
             shutil.rmtree(built.table.dir, ignore_errors=True)
+            bm25 = fit_bm25([chunk_passage(c) for c in built.chunks])
         params = kw["ann_params"]
         with clock.stage("ann"):  # one graph in memory at a time: each is spilled to disk
             ann = {k: (previous[k].extended(vectors[k], params) if previous
@@ -177,7 +183,7 @@ class HyperIndex:
                                  built.extractions[len(built.chunks) - new_chunks:]))
         report.stages = clock.report()
         return cls(built.chunks, built.extractions, built.graph, vectors, ann=ann,
-                   report=report, scratch=scratch, **kw)
+                   report=report, scratch=scratch, bm25=bm25, **kw)
 
     def _seed(self) -> Seed:
         return Seed(self.chunks, self.extractions, self.graph, self.vectors())
@@ -276,8 +282,16 @@ class HyperIndex:
     def save(self, path: str | os.PathLike) -> Path:
         """Atomically write the index directory (see :mod:`hyperrag_fast.store`)."""
         g = self.graph
-        s = StoredIndex(self.manifest(), g.arrays(), self.vectors(), self.chunks,
-                        self.extractions, g.node_name, g.node_desc, g.edge_text, g.group_key)
+        arrays = dict(g.arrays())
+        bm = self.bm25
+        arrays.update(bm25_indptr=bm.indptr, bm25_indices=bm.indices, bm25_data=bm.data)
+        for k, v in self.ann.items():  # what a query needs, derived once here, not at load
+            d = v.distinct()
+            if d is not None:
+                arrays.update({f"{k}_rep": d.rep, f"{k}_dup_ptr": d.ptr, f"{k}_dup_ids": d.ids})
+        s = StoredIndex(self.manifest(), arrays, self.vectors(), self.chunks,
+                        self.extractions, g.node_name, g.node_desc, g.edge_text, g.group_key,
+                        lexical={"terms": bm.terms, "n_docs": bm.n_docs, "k1": bm.k1, "b": bm.b})
 
         def write_ann(d: Path) -> dict[str, str]:
             return {k: f"{k}.usearch" for k, v in self.ann.items() if v.save(d / f"{k}.usearch")}
@@ -319,12 +333,22 @@ class HyperIndex:
                            edge_text=s.edge_text, group_key=s.group_key)
         saved = {k: v for k, v in m["ann"].items() if k != "backends"}
         params = ann_params or AnnParams(**saved)
-        ann = {k: VectorIndex.load(s.vectors[k], s.ann_files.get(k), params, view=mmap)
-               for k in KINDS}
+        a = s.arrays
+
+        def distinct(k):
+            return (DistinctRows(a[f"{k}_rep"], a[f"{k}_dup_ptr"], a[f"{k}_dup_ids"])
+                    if f"{k}_rep" in a else None)
+
+        ann = {k: VectorIndex.load(s.vectors[k], s.ann_files.get(k), params, view=mmap,
+                                   distinct=distinct(k)) for k in KINDS}
+        lx = s.lexical
+        bm25 = BM25Arrays(a["bm25_indptr"], a["bm25_indices"], a["bm25_data"], lx["terms"],
+                          lx["n_docs"], lx["k1"], lx["b"])
         return cls(s.chunks, s.extractions, graph, s.vectors, embedder_name=emb["name"],
                    embedder_dim=emb["dim"], extractor_name=m["extractor"],
                    max_tokens=m["chunking"]["max_tokens"], overlap=m["chunking"]["overlap"],
-                   ann_params=params, ann=ann, extractor=extractor, embedder=embedder)
+                   ann_params=params, ann=ann, extractor=extractor, embedder=embedder,
+                   bm25=bm25)
 
 
 def check_embedder(embedder: Embedder, name: str, dim: int, where: str) -> None:

@@ -1,6 +1,6 @@
 """Plain records that flow through the pipeline: chunks in, extractions out.
 
-Data flows one way (DESIGN §2): documents -> :class:`Chunk` -> :class:`Extraction`
+Data flows one way (docs/architecture.md §1): documents -> :class:`Chunk` -> :class:`Extraction`
 (segments of a topic sentence and its entity states) -> symbolic index arrays.
 """
 from __future__ import annotations

@@ -1,53 +1,28 @@
-"""Query orchestration: embed -> candidates -> method -> ranked chunks (DESIGN §2, §3).
+"""The public entry point: :class:`Retriever` embeds the query, runs the named method
+from the registry and returns ranked chunks.
 
-A retrieval *method* is a function ``(state, qvec, query_text, options) -> MethodOutput``
-registered under a name with :func:`register_method`; "dense" (chunk cosine, exact) ships
-here, "stitch", its ablations and the reference rows in :mod:`hyperrag_fast.methods`.
+The route of a query (docs/architecture.md §1): ``retriever`` -> ``methods.stitch``
+(candidates via ``ann`` and ``lexical``) -> ``engine`` -> compiled kernels. Options
+and presets are in :mod:`hyperrag_fast.config`; the methods, in :mod:`hyperrag_fast.methods`,
+never import this module.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 
-from . import presets
+from .config import QueryOptions
 from .embed.base import Embedder
-from .engine import StitchEngine
-from .hybrid import HybridOptions
 from .index import HyperIndex, check_embedder
-from .options import StitchOptions
+from .methods import METHODS, CodaSetup, MethodOutput, QueryState, query_state, register_method
 
-
-@dataclass(frozen=True)
-class QueryOptions:
-    """STITCH options, the query-side signals of DESIGN §8 (``hybrid``), candidate budgets
-    K_V (k_nodes), K_E (k_edges), K_C (k_chunks) (DESIGN §3 step 1) and the method name.
-    ``top_k`` is ``stitch.top_k``. The defaults are the dev-tuned ``stitch``
-    (``hyperrag_fast.presets``); ``StitchOptions.paper()`` is the published method."""
-
-    stitch: StitchOptions = field(default_factory=lambda: presets.TUNED_STITCH)
-    hybrid: HybridOptions = field(default_factory=lambda: presets.TUNED_HYBRID)
-    k_nodes: int = presets.TUNED_K_NODES
-    k_edges: int = 50
-    k_chunks: int = presets.TUNED_K_CHUNKS
-    method: str = "stitch"
-
-    def __post_init__(self) -> None:
-        for name in ("k_nodes", "k_edges", "k_chunks"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-        if self.method not in methods_registry():
-            raise ValueError(f"unknown method {self.method!r}; registered: {sorted(METHODS)}")
-
-    @property
-    def top_k(self) -> int:
-        return self.stitch.top_k
-
-    def with_top_k(self, k: int) -> "QueryOptions":
-        return replace(self, stitch=self.stitch.replace(top_k=k))
+#: kept names of the earlier layout
+RetrieverState = QueryState
+__all__ = ["Retriever", "QueryOptions", "RetrievalResult", "RetrievedChunk", "MethodOutput",
+           "METHODS", "register_method", "RetrieverState"]
 
 
 @dataclass(frozen=True)
@@ -72,68 +47,27 @@ class RetrievalResult:
     detail: dict[str, Any] | None = None
 
 
-@dataclass
-class MethodOutput:
-    """What a method returns: chunk rows (int) best first, their scores, optional detail,
-    and the time it spent on candidate search and on graph work."""
-
-    chunk_ids: np.ndarray
-    scores: np.ndarray
-    detail: dict[str, Any] | None = None
-    candidates_ms: float = 0.0
-    graph_ms: float = 0.0
-
-
-@dataclass
-class RetrieverState:
-    """Read-only query-time state shared by methods (safe to read from many threads)."""
-
-    index: HyperIndex
-    engine: StitchEngine
-    cache: dict[str, Any] = field(default_factory=dict)  # per-index helpers built lazily
-
-
-Method = Callable[[RetrieverState, np.ndarray, str, QueryOptions, bool], MethodOutput]
-METHODS: dict[str, Method] = {}
-
-
-def methods_registry() -> dict[str, Method]:
-    """The registry, with the methods of the quality table (``hyperrag_fast.methods``) and
-    CODA's (``hyperrag_fast.coda.methods``) loaded."""
-    from . import methods  # noqa: F401  (registers on first import)
-    from .coda import methods as _coda  # noqa: F401
-
-    return METHODS
-
-
-def register_method(name: str, fn: Method) -> Method:
-    """Register ``fn(state, qvec, query_text, options, detail) -> MethodOutput``."""
-    METHODS[name] = fn
-    return fn
-
-
 def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def dense_method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
-                 detail: bool) -> MethodOutput:
-    """Chunk cosine only, exact top-k (the dense baseline of DESIGN §1)."""
-    t0 = time.perf_counter()
-    ids, sims = state.index.ann["chunk_vec"].search(q, o.top_k, exact=True)
-    return MethodOutput(ids, sims, {} if detail else None, _ms(t0), 0.0)
-
-
-register_method("dense", dense_method)
+def _method(name: str):
+    fn = METHODS.get(name)
+    if fn is None:
+        raise ValueError(f"unknown method {name!r}; registered: {sorted(METHODS)}")
+    return fn
 
 
 class Retriever:
     """Answers queries against one :class:`HyperIndex` snapshot (make a new Retriever
-    after ``index.add``/``delete``). Thread-safe: the engine keeps per-thread scratch,
-    searches only read shared arrays."""
+    after ``index.add``/``delete``). ``prebuilt``: what the explicit build step made
+    for methods that need more than the index (``hyperrag_fast.prebuilt.load_prebuilt``);
+    ``coda``: CODA's query-side options and LLM steps. Thread-safe: the engine keeps
+    per-thread scratch, searches only read shared arrays."""
 
     def __init__(self, index: HyperIndex, embedder: Embedder | None = None,
-                 options: QueryOptions | None = None) -> None:
+                 options: QueryOptions | None = None, prebuilt=None,
+                 coda: CodaSetup | None = None) -> None:
         embedder = embedder or index.embedder
         if embedder is None:
             raise ValueError("Retriever needs an embedder (the index was loaded without one)")
@@ -141,14 +75,14 @@ class Retriever:
         self.index = index
         self.embedder = embedder
         self.options = options or QueryOptions()
-        self.state = RetrieverState(index, StitchEngine(index.graph, index.node_vec,
-                                                        index.edge_vec, index.chunk_vec))
+        self.state = query_state(index, prebuilt, coda, embedder)
 
     def warmup(self) -> None:
         """Compile/load the kernels and run the configured method (and ``dense``) once, so
-        a service pays no JIT or lazy-build cost on its first request."""
+        a service pays no JIT cost on its first request."""
         self.state.engine.warmup(self.options.stitch)
         q = self.embedder.embed(["warmup"])[0]
+        _method(self.options.method)
         for name in dict.fromkeys((self.options.method, "dense")):
             self._run(q, "warmup", replace(self.options, method=name), False)
 
@@ -159,7 +93,7 @@ class Retriever:
         return vecs
 
     def _run(self, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
-        return METHODS[o.method](self.state, q, text, o, detail)
+        return _method(o.method)(self.state, q, text, o, detail)
 
     def _result(self, text: str, out: MethodOutput, embed_ms: float) -> RetrievalResult:
         chunks = self.index.chunks
@@ -179,8 +113,7 @@ class Retriever:
         if isinstance(queries, str):
             raise TypeError("retrieve_batch takes a list of queries, not a string")
         o = options or self.options
-        if o.method not in methods_registry():
-            raise ValueError(f"unknown method {o.method!r}; registered: {sorted(METHODS)}")
+        _method(o.method)
         if not queries:
             return []
         if any(not isinstance(t, str) or not t.strip() for t in queries):

@@ -1,4 +1,4 @@
-"""Persistence of an index directory (DESIGN §2.1).
+"""Persistence of an index directory (docs/architecture.md §3).
 
 Layout of an index directory ``<index>/``::
 
@@ -42,13 +42,16 @@ import filelock
 import numpy as np
 
 from .records import Chunk, Extraction, Segment
+from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
+                     IndexMismatchError)
 from .validate import check_structure
 
-# 2: states per entity entry (DESIGN §4); 3: usearch over distinct rows;
+# 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
 # 4: generation directories under a CURRENT pointer
 FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 TEXTS = "texts.sqlite"
+LEXICAL = "lexical.json"  # BM25 term list and parameters (postings: arrays/bm25_*.npy)
 CURRENT = "CURRENT"
 LOCK = ".lock"
 VECTOR_KINDS = ("node_vec", "edge_vec", "chunk_vec")
@@ -58,22 +61,6 @@ _LEGACY = (MANIFEST, TEXTS, "arrays", "vectors", "ann")  # format <= 3 kept thes
 READ_ATTEMPTS = 8  # a reader starts over this often while writers keep publishing
 KILL_ENV = "HYPERRAG_TEST_KILL_AT"  # test hook, see _kill_point
 T = TypeVar("T")
-
-
-class IndexError_(Exception):
-    """Base of the index loading errors (the name avoids shadowing builtins.IndexError)."""
-
-
-class IndexCorruptedError(IndexError_):
-    """A file of the index directory is missing, truncated or fails its checksum."""
-
-
-class IndexMismatchError(IndexError_):
-    """The index was written by another format version, embedder or extractor."""
-
-
-class IndexLockedError(IndexError_):
-    """Another writer holds the index's lock (and did not release it within the timeout)."""
 
 
 @dataclass
@@ -90,6 +77,7 @@ class StoredIndex:
     edge_text: list[str]
     group_key: list[str]
     ann_files: dict[str, Path] = field(default_factory=dict)
+    lexical: dict[str, Any] = field(default_factory=dict)  # BM25 terms + parameters
 
 
 # ------------------------------------------------------------------ extraction JSON
@@ -319,6 +307,7 @@ def _write_generation(gen: Path, s: StoredIndex,
         (gen / "ann").mkdir()
         ann_files = {k: f"ann/{v}" for k, v in write_ann(gen / "ann").items()}
     _write_sqlite(gen / TEXTS, s)
+    (gen / LEXICAL).write_text(json.dumps(s.lexical, ensure_ascii=False), encoding="utf-8")
     files = sorted(p for p in gen.rglob("*") if p.is_file())
     manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
                     files={p.relative_to(gen).as_posix(): _sha256(p) for p in files})
@@ -467,7 +456,11 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     except (sqlite3.Error, KeyError, ValueError) as e:
         raise IndexCorruptedError(f"{root / TEXTS}: unreadable ({e})") from None
     ann = {k: root / v for k, v in manifest.get("ann_files", {}).items()}
-    s = StoredIndex(manifest, arrays, vectors, *texts, ann_files=ann)
+    try:
+        lexical = json.loads((root / LEXICAL).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise IndexCorruptedError(f"{root / LEXICAL}: unreadable ({e})") from None
+    s = StoredIndex(manifest, arrays, vectors, *texts, ann_files=ann, lexical=lexical)
     _check_counts(root, s)
     return s
 

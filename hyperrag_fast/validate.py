@@ -26,6 +26,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .mmaps import release
+from .errors import IndexCorruptedError
+
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 _PTRS = ("edge_ptr", "node_ptr", "group_ptr", "chunk_ptr", "nc_ptr")
@@ -43,7 +46,6 @@ def check_structure(manifest: Mapping[str, Any], arrays: Mapping[str, np.ndarray
     try:
         _check(manifest, arrays, vectors)
     except _Broken as b:
-        from .store import IndexCorruptedError  # here: store imports this module
         sub = "vectors" if b.name.endswith("_vec") else "arrays"
         where = f"{sub}/{b.name}.npy" if b.name != "manifest.json" else b.name
         if root is not None:
@@ -156,5 +158,37 @@ def _check(manifest, arrays, vectors) -> None:
             raise _Broken(name, f"expected C-ordered float32 of shape ({n}, {dim}), got "
                                 f"{m.dtype.str} {m.shape}")
         rows = max(1, (1 << 22) // max(dim, 1))  # blocks of 4M values: no full-size temporary
-        if not all(np.isfinite(m[i:i + rows]).all() for i in range(0, n, rows)):
-            raise _Broken(name, "holds NaN or inf")
+        for i in range(0, n, rows):
+            ok = np.isfinite(m[i:i + rows]).all()
+            release(m)  # scanned pages leave the resident set
+            if not ok:
+                raise _Broken(name, "holds NaN or inf")
+        _check_distinct(arrays, name, n)
+    _check_bm25(arrays, n_c)
+
+
+def _check_distinct(arrays, kind: str, n: int) -> None:
+    """The persisted distinct rows of an HNSW kind (``ann``): ids the kernels read."""
+    if f"{kind}_rep" not in arrays:
+        return
+    rep = _int_array(arrays, f"{kind}_rep", np.int64)
+    ptr = _int_array(arrays, f"{kind}_dup_ptr", np.int64, rep.shape[0] + 1)
+    ids = _int_array(arrays, f"{kind}_dup_ids", np.int64, n)
+    _in_range(f"{kind}_rep", rep, n)
+    _in_range(f"{kind}_dup_ids", ids, n)
+    if ptr[0] != 0 or ptr[-1] != n or np.any(np.diff(ptr) < 1):
+        raise _Broken(f"{kind}_dup_ptr", f"pointers must rise from 0 to {n}")
+
+
+def _check_bm25(arrays, n_c: int) -> None:
+    """BM25 postings (column-compressed, one column per term): chunk ids in range."""
+    if "bm25_indptr" not in arrays:
+        raise _Broken("bm25_indptr", "missing")
+    ptr = _int_array(arrays, "bm25_indptr", np.int64)
+    idx = _int_array(arrays, "bm25_indices", np.int64)
+    data = arrays.get("bm25_data")
+    if data is None or data.ndim != 1 or data.dtype != np.float64 or data.shape != idx.shape:
+        raise _Broken("bm25_data", "expected float64 weights, one per posting")
+    if ptr.shape[0] < 1 or ptr[0] != 0 or ptr[-1] != idx.shape[0] or np.any(np.diff(ptr) < 0):
+        raise _Broken("bm25_indptr", "pointers must rise from 0 to the number of postings")
+    _in_range("bm25_indices", idx, n_c)

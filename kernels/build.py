@@ -1,4 +1,4 @@
-"""Symbolic index arrays from flat incidence lists (DESIGN §2.1): linear time plus the
+"""Symbolic index arrays from flat incidence lists (docs/architecture.md §3): linear time plus the
 per-group sort, which is skipped when states arrive in preprocessing order."""
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ def chunk_groups(ix, sc, cq, max_group):
     in local ids: (cg_ptr, cg, gptr, members, gn). ``cg[cg_ptr[i]:cg_ptr[i + 1]]`` are
     the distinct groups of chunk i (in the order of its nodes), ``members[gptr[l]:gptr[l + 1]]``
     the chunks of group l (ascending local ids), ``gn[l]`` its corpus chunk count."""
-    node_group, chunk_ptr, chunk_nodes, group_chunks = ix[1], ix[10], ix[11], ix[12]
-    gcnt, gtouched, glast = sc[11], sc[13], sc[16]
+    node_group, chunk_ptr, chunk_nodes, group_chunks = ix.node_group, ix.chunk_ptr, ix.chunk_nodes, ix.group_chunks
+    gcnt, gtouched, glast = sc.group_count, sc.touched_groups, sc.group_last
     m = cq.shape[0]
     n_ref = 0
     for i in range(m):

@@ -1,4 +1,4 @@
-"""Exact candidate search (DESIGN §3 step 1): float32 cosines of L2-normalised rows and an
+"""Exact candidate search (docs/architecture.md §4 step 1): float32 cosines of L2-normalised rows and an
 ordered top-k, compiled and GIL-free.
 
 Replaces ``matrix @ q`` on the query path: OpenBLAS's thread pool spins on the other core

@@ -1,5 +1,5 @@
 """BM25 query kernel: sum the document-term weight columns of the query's terms and keep
-the k best documents (the lexical prior term, DESIGN §8), compiled and GIL-free."""
+the k best documents (the lexical prior term, docs/architecture.md §5), compiled and GIL-free."""
 from __future__ import annotations
 
 import numpy as np

@@ -98,22 +98,30 @@ def ppr_power_topk(ptr, nbr, w, wsum, p, d, tol, max_iter, k):
                         n += 1
             diff, l1, xsum, xmax = sweep_stats(new, x, sup, n, False)
         else:  # dense sweep
-            for i in range(m):
-                new[i] = (1.0 - d) * p[i]
-            for i in range(m):
-                xi = x[i]
-                if wsum[i] == 0.0:
-                    new[i] += d * xi
-                elif xi != 0.0:
-                    f = d * xi / wsum[i]
-                    for kk in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
-                        new[np.uint32(nbr[kk])] += f * w[kk]
+            dense_sweep(ptr, nbr, w, wsum, x, p, d, new)
             diff, l1, xsum, xmax = sweep_stats(new, x, sup, m, True)
         x, new = new, x
         bound, certified = certify(x, l1, xsum, psum, xmax, d, k)
         if certified or diff < tol:
             break
     return x, it, bound, certified
+
+
+@inline_jit
+def dense_sweep(ptr, nbr, w, wsum, x, p, d, new):
+    """One dense power-iteration sweep new = (1 - d) p + d P x over all m chunks (scatter
+    form; unsigned loop bounds, so Numba emits no wraparound test per element)."""
+    m = p.shape[0]
+    for i in range(m):
+        new[i] = (1.0 - d) * p[i]
+    for i in range(m):
+        xi = x[i]
+        if wsum[i] == 0.0:
+            new[i] += d * xi
+        elif xi != 0.0:
+            f = d * xi / wsum[i]
+            for kk in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
+                new[np.uint32(nbr[kk])] += f * w[kk]
 
 
 @inline_jit

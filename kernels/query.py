@@ -1,9 +1,10 @@
-"""One STITCH query, DESIGN §3 steps 2-11, in a single compiled call."""
+"""One STITCH query, STITCH-RAG Alg. 1 (docs/architecture.md §4 steps 2-6), in one compiled call."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import params as P
+from .layout import N_TOUCHED_EDGES, N_TOUCHED_NODES, QueryOut
 from ._config import jit
 from .chunk_graph import chunk_graph, chunk_groups
 from .ppr import ppr_power_topk, ppr_push_topk, topk_desc
@@ -15,26 +16,26 @@ from .stibp import aggregate, run_stibp
 
 @jit
 def _node_detail(sc, div):
-    cnt = sc[14]
-    n = cnt[0]
-    ids = sc[5][:n].copy()
+    cnt = sc.counters
+    n = cnt[N_TOUCHED_NODES]
+    ids = sc.touched_nodes[:n].copy()
     out = np.empty((4, n), dtype=np.float64)
     for i in range(n):
         v = ids[i]
-        out[0, i] = sc[0][v]
-        out[1, i] = sc[1][v]
-        out[2, i] = sc[2][v]
+        out[0, i] = sc.A[v]
+        out[1, i] = sc.a_space[v]
+        out[2, i] = sc.a_time[v]
         out[3, i] = aggregate(sc, v, div)
     return ids, out
 
 
 @jit
 def _edge_detail(sc):
-    n = sc[14][1]
-    ids = sc[7][:n].copy()
+    n = sc.counters[N_TOUCHED_EDGES]
+    ids = sc.touched_edges[:n].copy()
     vals = np.empty(n, dtype=np.float64)
     for i in range(n):
-        vals[i] = sc[6][ids[i]]
+        vals[i] = sc.edge_S[ids[i]]
     return ids, vals
 
 
@@ -67,13 +68,11 @@ def check_inputs(q, cand_nodes, cand_chunks, seed_nodes, n_nodes, n_chunks):
 def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, seed_values, prm, detail):
     """Top-k chunks for one query vector (STITCH-RAG Alg. 1 lines 2-31).
 
-    ``ix``: index tuple (see ``hyperrag_fast.stitch.Hypergraph.kernel_arrays``);
-    ``sc``: this thread's scratch; ``prm``: the float64 vector of :mod:`.params`.
-    Returns (top chunk ids, top scores, C_q ids, chunk detail (4, |C_q|): sim, Score,
-    prior, pi; node ids, node detail (4, n): A, a_space, a_time, a; edge ids, S(e);
-    stats int64[4]: |C_q|, graph size (arrows; chunk-group incidences for the factored
-    PPR), PPR iterations or pushes, touched nodes).
-    Without ``detail`` the node and edge arrays are empty.
+    ``ix``: :class:`~.layout.IndexArrays`; ``sc``: this thread's :class:`~.layout.Scratch`;
+    ``prm``: the float64 vector of :mod:`.params`. Returns a :class:`~.layout.QueryOut`
+    (stats: |C_q|, graph size (arrows; chunk-group incidences for the factored PPR), PPR
+    iterations or pushes, touched nodes). Without ``detail`` the node and edge arrays are
+    empty.
     """
     div = prm[P.AGG_DIV]
     run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm)
@@ -83,7 +82,7 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
     kind = int(prm[P.PPR])
     stats = np.zeros(4, dtype=np.int64)
     stats[0] = cq.shape[0]
-    stats[3] = sc[14][0]
+    stats[3] = sc.counters[N_TOUCHED_NODES]
     if kind == P.PPR_NONE:
         pi = prior.copy()
     elif kind == P.PPR_FACTORED:
@@ -118,4 +117,4 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
         node_ids, node_detail = np.empty(0, dtype=np.int32), np.empty((4, 0), dtype=np.float64)
         edge_ids, edge_vals = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64)
     reset_scratch(sc, cq)
-    return top_ids, top_scores, cq, chunk_detail, node_ids, node_detail, edge_ids, edge_vals, stats
+    return QueryOut(top_ids, top_scores, cq, chunk_detail, node_ids, node_detail, edge_ids, edge_vals, stats)

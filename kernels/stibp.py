@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import params as P
+from .layout import N_TOUCHED_EDGES, N_TOUCHED_NODES, N_TOUCHED_SIMS
 from ._config import jit
 from .prefetch import prefetch_at, prefetch_row
 
@@ -50,8 +51,8 @@ def touch(v, flag, touched, cnt):
     """List node v once per query (``flag`` marks it) so that the reset finds it."""
     if flag[v] == 0:
         flag[v] = 1
-        touched[cnt[0]] = v
-        cnt[0] += 1
+        touched[cnt[N_TOUCHED_NODES]] = v
+        cnt[N_TOUCHED_NODES] += 1
 
 
 @jit
@@ -68,9 +69,9 @@ def decay(kind, x):
 def activate(ix, sc, q, cand_nodes, seed_nodes, seed_values, delta):
     """A(v) = sim(q, v_des) if > delta over the candidates V0 (Alg. 1 l.2-4); seeds
     raise A(v) to at least their value. Returns the number of activated nodes, which
-    are ``sc[5][:n]``."""
-    node_vec = ix[13]
-    A, flag, touched, cnt = sc[0], sc[4], sc[5], sc[14]
+    are ``sc.touched_nodes[:n]``."""
+    node_vec = ix.node_vec
+    A, flag, touched, cnt = sc.A, sc.node_flag, sc.touched_nodes, sc.counters
     n = cand_nodes.shape[0]
     for i in range(-AHEAD, n):
         if i + AHEAD < n:
@@ -89,7 +90,7 @@ def activate(ix, sc, q, cand_nodes, seed_nodes, seed_values, delta):
             touch(v, flag, touched, cnt)
             if seed_values[i] > A[v]:
                 A[v] = seed_values[i]
-    return cnt[0]
+    return cnt[N_TOUCHED_NODES]
 
 
 @jit
@@ -105,9 +106,9 @@ def prefetch_edges(v, node_ptr, node_edges, edge_vec, ecache):
 def spatial(ix, sc, q, n_active):
     """a_space(v) = max over activated u, hyperedges e containing u and v != u of
     A(u) * S(e), floored at 0 (Alg. 1 l.9-14)."""
-    edge_ptr, edge_nodes, node_ptr, node_edges, edge_vec = ix[4], ix[5], ix[6], ix[7], ix[14]
-    A, sp, flag, touched, cnt = sc[0], sc[1], sc[4], sc[5], sc[14]
-    ecache, etouched = sc[6], sc[7]
+    edge_ptr, edge_nodes, node_ptr, node_edges, edge_vec = ix.edge_ptr, ix.edge_nodes, ix.node_ptr, ix.node_edges, ix.edge_vec
+    A, sp, flag, touched, cnt = sc.A, sc.a_space, sc.node_flag, sc.touched_nodes, sc.counters
+    ecache, etouched = sc.edge_S, sc.touched_edges
     h = AHEAD // 2
     for i in range(-h, n_active):
         if i + h < n_active:
@@ -121,8 +122,8 @@ def spatial(ix, sc, q, n_active):
             if s != s:
                 s = dot_row(q, edge_vec, e)
                 ecache[e] = s
-                etouched[cnt[1]] = e
-                cnt[1] += 1
+                etouched[cnt[N_TOUCHED_EDGES]] = e
+                cnt[N_TOUCHED_EDGES] += 1
             val = A[u] * s
             if val <= 0.0:
                 continue
@@ -131,8 +132,8 @@ def spatial(ix, sc, q, n_active):
                 if v != u:
                     if flag[v] == 0:  # touch(v)
                         flag[v] = 1
-                        touched[cnt[0]] = v
-                        cnt[0] += 1
+                        touched[cnt[N_TOUCHED_NODES]] = v
+                        cnt[N_TOUCHED_NODES] += 1
                     if val > sp[v]:
                         sp[v] = val
 
@@ -144,7 +145,7 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
     Paper: the sources are the activated nodes and s(u) = A(u) (``from_space`` = 0).
     With ``from_space`` = beta > 0 the spatially bridged nodes are sources too, with
     s(u) = max(A(u), beta * a_space(u)) (our two-hop option: a name mentioned beside an
-    activated one reaches its other states). ``n_src``: nodes ``sc[5][:n_src]`` to consider.
+    activated one reaches its other states). ``n_src``: nodes ``sc.touched_nodes[:n_src]`` to consider.
     Groups with more than ``max_group`` members are skipped (inf: none).
 
     Exact and bounded: each eligible group is scanned once; for a member v the sources
@@ -153,10 +154,10 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
     computed in a second pass over the members, in the same order, with what it reads
     prefetched (members are scattered over the corpus).
     """
-    node_chunk, node_group, group_ptr, group_nodes, group_alpha = ix[0], ix[1], ix[8], ix[9], ix[17]
-    node_ptr, node_edges, edge_vec, chunk_vec = ix[6], ix[7], ix[14], ix[15]
-    A, sp, tm, g, flag, touched = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
-    ecache, etouched, ccache, ctouched, cnt = sc[6], sc[7], sc[8], sc[9], sc[14]
+    node_chunk, node_group, group_ptr, group_nodes, group_alpha = ix.node_chunk, ix.node_group, ix.group_ptr, ix.group_nodes, ix.group_alpha
+    node_ptr, node_edges, edge_vec, chunk_vec = ix.node_ptr, ix.node_edges, ix.edge_vec, ix.chunk_vec
+    A, sp, tm, g, flag, touched = sc.A, sc.a_space, sc.a_time, sc.g_cache, sc.node_flag, sc.touched_nodes
+    ecache, etouched, ccache, ctouched, cnt = sc.edge_S, sc.touched_edges, sc.chunk_sim, sc.touched_sims, sc.counters
     src = np.empty(n_src, dtype=np.int64)
     strength = np.empty(n_src, dtype=np.float64)
     m = 0
@@ -250,8 +251,8 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
                 if s != s:
                     s = dot_row(q, edge_vec, e)
                     ecache[e] = s
-                    etouched[cnt[1]] = e
-                    cnt[1] += 1
+                    etouched[cnt[N_TOUCHED_EDGES]] = e
+                    cnt[N_TOUCHED_EDGES] += 1
                 if s > best:
                     best = s
             if best == -np.inf:
@@ -262,29 +263,29 @@ def temporal(ix, sc, q, n_src, decay_kind, max_group, from_space):
                 if s != s:
                     s = dot_row(q, chunk_vec, c)
                     ccache[c] = s
-                    ctouched[cnt[2]] = c
-                    cnt[2] += 1
+                    ctouched[cnt[N_TOUCHED_SIMS]] = c
+                    cnt[N_TOUCHED_SIMS] += 1
                 x = best * s
             g[v] = x
         val = pbest[t] * x
         if flag[v] == 0:  # touch(v): listed for the reset (g_v is cached)
             flag[v] = 1
-            touched[cnt[0]] = v
-            cnt[0] += 1
+            touched[cnt[N_TOUCHED_NODES]] = v
+            cnt[N_TOUCHED_NODES] += 1
         if val > tm[v]:
             tm[v] = val
 
 
 @jit
 def run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm):
-    """Steps 2-5 of DESIGN §3; the aggregate a(v) is :func:`aggregate`. Returns the
+    """Steps 2-5 of docs/architecture.md §4; the aggregate a(v) is :func:`aggregate`. Returns the
     number of activated nodes."""
     n_active = activate(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm[P.DELTA])
     if prm[P.SPATIAL] != 0:
         spatial(ix, sc, q, n_active)
     if prm[P.TEMPORAL] != 0:
         beta = prm[P.TEMPORAL_FROM_SPACE]
-        n_src = sc[14][0] if beta > 0.0 else n_active
+        n_src = sc.counters[N_TOUCHED_NODES] if beta > 0.0 else n_active
         temporal(ix, sc, q, n_src, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP], beta)
     return n_active
 
@@ -293,4 +294,4 @@ def run_stibp(ix, sc, q, cand_nodes, seed_nodes, seed_values, prm):
 def aggregate(sc, v, div):
     """a(v) = (A(v) + a_space(v) + a_time(v)) / div (paper: div = 3, the mean); inner
     loops write this out on the scratch arrays (module docstring)."""
-    return (sc[0][v] + sc[1][v] + sc[2][v]) / div
+    return (sc.A[v] + sc.a_space[v] + sc.a_time[v]) / div

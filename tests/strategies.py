@@ -56,7 +56,7 @@ def instances(draw, merge=None, dtype=np.float64, dim=6):
 
 @st.composite
 def stitch_options(draw):
-    from hyperrag_fast.options import StitchOptions
+    from hyperrag_fast.config import StitchOptions
 
     graph_weight = draw(st.sampled_from(["uniform", "inverse_size"]))
     pprs = ["power", "push", "none"] + (["factored"] if graph_weight == "inverse_size" else [])

@@ -122,3 +122,21 @@ def test_duplicated_rows_keep_recall_and_tie_order():
     for ids, sims in zip(e_ids, e_s):  # exact: ordered by sim, equal sims by id
         keys = list(zip(-sims.astype(np.float64), ids))
         assert keys == sorted(keys)
+
+
+def test_top_k_desc_selects_the_k_best_in_order():
+    from hyperrag_fast.ann import top_k_desc
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 40))
+        s = np.round(rng.normal(size=n), 1)
+        ex = rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False) if n else np.zeros(0, np.int64)
+        k = int(rng.integers(0, 12))
+        x = s.copy()
+        x[ex] = -np.inf
+        got = top_k_desc(s, k, ex)
+        fin = np.flatnonzero(np.isfinite(x))
+        assert len(got) == min(k, fin.size) and not set(got) & set(ex.tolist())
+        assert all((x[a], -a) > (x[b], -b) for a, b in zip(got, got[1:]))  # best first, ties by id
+        rest = np.setdiff1d(fin, got)
+        assert not got.size or not rest.size or x[rest].max() <= x[got].min()

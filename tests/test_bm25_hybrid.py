@@ -7,8 +7,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.bm25 import BM25
-from hyperrag_fast.hybrid import GroupLookup, HybridOptions, question_groups
+from hyperrag_fast.build.lexical import fit_bm25
+from hyperrag_fast.lexical import BM25
+from hyperrag_fast.config import HybridOptions
+from hyperrag_fast.lexical import GroupLookup, question_groups
 from hyperrag_fast.hypergraph import build_hypergraph
 from hyperrag_fast.records import Extraction, Segment
 
@@ -40,7 +42,7 @@ def _bm25_twin(docs, query, k1=1.5, b=0.75):
 def test_bm25_matches_twin(docs, query, k1, b):
     docs = [" ".join(d) for d in docs]
     q = " ".join(query)
-    bm = BM25(docs, k1=k1, b=b, stop_words=False)
+    bm = BM25(fit_bm25(docs, k1=k1, b=b, stop_words=False))
     got = bm.scores(q)
     np.testing.assert_allclose(got, _bm25_twin(docs, q, k1, b), atol=1e-9)
     for k in (1, 3, 10):  # the compiled top-k: the SciPy scores' order, bit for bit
@@ -52,7 +54,7 @@ def test_bm25_matches_twin(docs, query, k1, b):
 
 
 def test_bm25_top_k_order_and_empty_query():
-    bm = BM25(["cat cat", "cat", "dog"], stop_words=False)
+    bm = BM25(fit_bm25(["cat cat", "cat", "dog"], stop_words=False))
     ids, s = bm.top_k("cat", 5)
     assert list(ids) == [0, 1] and s[0] > s[1]
     assert bm.top_k("unicorn", 3)[0].size == 0

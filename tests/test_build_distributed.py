@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from hyperrag_fast.build.pipeline import BuildOptions
+from hyperrag_fast.config import BuildOptions
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
 from hyperrag_fast.index import HyperIndex

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strategies import extractions
 
 from hyperrag_fast.build.flat import FlatAssembler, partition_texts
-from hyperrag_fast.build.pipeline import BuildOptions
+from hyperrag_fast.config import BuildOptions
 from hyperrag_fast.build.vectors import TextVectors
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
@@ -128,3 +128,17 @@ def test_add_extends_the_hnsw_graph_instead_of_rebuilding(tmp_path):
     again = HyperIndex.load(tmp_path / "ix", HashingEmbedder())
     q = fresh.node_vec[3]
     np.testing.assert_array_equal(again.ann["node_vec"].search(q, 5)[0], fresh.ann["node_vec"].search(q, 5)[0])
+
+
+def test_prebuilt_structures_of_an_earlier_generation_count_as_absent(tmp_path):
+    from hyperrag_fast.prebuilt import build_prebuilt, load_prebuilt
+    ix = HyperIndex.build(A + B, RegexExtractor(), HashingEmbedder(), progress=False)
+    ix.save(tmp_path / "ix")
+    build_prebuilt(ix, ["merge_full"]).save(tmp_path / "ix")
+    assert load_prebuilt(tmp_path / "ix").has("merge_full")
+    ix = HyperIndex.load(tmp_path / "ix", HashingEmbedder(), extractor=RegexExtractor())
+    ix.add(C, progress=False)
+    ix.save(tmp_path / "ix")
+    assert not load_prebuilt(tmp_path / "ix").has("merge_full")
+    build_prebuilt(ix, ["merge_full"]).save(tmp_path / "ix")
+    assert load_prebuilt(tmp_path / "ix").has("merge_full")

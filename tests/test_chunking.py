@@ -1,4 +1,4 @@
-"""Loaders and the token-budget chunker (DESIGN §4)."""
+"""Loaders and the token-budget chunker (docs/architecture.md §2)."""
 from __future__ import annotations
 
 import json

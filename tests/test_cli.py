@@ -109,3 +109,18 @@ def test_demo_offline(tmp_path, capsys):
     assert code == 0 and out["counts"]["chunks"] >= 8
     first = out["answers"][0]["top"]
     assert "Lord Byron" in [t["title"] for t in first["stitch"]]
+
+
+def test_build_methods_then_query_the_prebuilt_methods(tmp_path, corpus, capsys):
+    docs, _ = corpus
+    ix = str(tmp_path / "ix")
+    assert run(capsys, "index", str(docs), ix, "--extractor", "regex", "--embedder", "hashing")[0] == 0
+    code, _, err = run(capsys, "query", ix, "Where did Ada's father die?", "--method", "merge_full")
+    assert code == 2 and "hyperrag build-methods" in err
+    code, out, _ = run(capsys, "build-methods", ix, "merge_full", "stitch_consolidated")
+    assert code == 0 and set(out["built"]) == {"merge_full", "coda", "consolidated"}
+    for m in ("merge_full", "coda", "stitch_consolidated"):
+        code, out, _ = run(capsys, "query", ix, "Where did Ada's father die?", "--method", m, "--top-k", "2")
+        assert code == 0 and 1 <= len(out["chunks"]) <= 2, m
+    code, _, err = run(capsys, "build-methods", ix, "no_such_method")
+    assert code == 2 and "unknown method" in err

@@ -7,12 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import hyperrag_fast.coda  # noqa: F401  (registers the methods)
 from hyperrag_fast.coda.consolidate import (KEEP, MERGE, MergeRow, MergeTable, candidate_pairs,
                                             consolidated_group_of, merge_entities, offline_rule)
 from hyperrag_fast.coda.graph import (ChunkKG, RawKG, chunk_kgs_from_extractions, consolidate,
                                       raw_vectors)
-from hyperrag_fast.coda.methods import attach_coda, build_coda, load_coda
+from hyperrag_fast.coda.system import build_coda, load_coda
+from hyperrag_fast.methods import CodaSetup, MissingPrebuilt
+from hyperrag_fast.prebuilt import build_prebuilt
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
@@ -275,8 +276,8 @@ def test_methods_registered_and_run(index, tmp_path):
     sys_ = build_coda(index, gate=0.3)
     assert sys_.table.groups() == [["google", "google inc"]] or any(
         "google" in g for g in sys_.table.groups())
-    attach_coda(index, sys_, CodaOptions(fill_dense=False))
-    r = Retriever(index, EMB)
+    pre = build_prebuilt(index, ["coda", "consolidated"], coda=sys_)
+    r = Retriever(index, EMB, prebuilt=pre, coda=CodaSetup(CodaOptions(fill_dense=False)))
     for m in names:
         res = r.retrieve("Where was the founder of Google born?",
                          QueryOptions(method=m).with_top_k(3), detail=True)
@@ -296,8 +297,8 @@ def test_stitch_consolidated_without_merges_equals_stitch(index):
     table that merges nothing, both rank the same chunks with the same scores."""
     sys_ = build_coda(index, gate=2.0, high_gate=2.0)
     assert all(len(g) == 1 for g in sys_.table.groups())
-    attach_coda(index, sys_, CodaOptions(fill_dense=False))
-    r = Retriever(index, EMB)
+    pre = build_prebuilt(index, ["coda", "consolidated"], coda=sys_)
+    r = Retriever(index, EMB, prebuilt=pre, coda=CodaSetup(CodaOptions(fill_dense=False)))
     for question in ("Where was the founder of Google born?", "Who founded Apple in Cupertino?"):
         a = r.retrieve(question, QueryOptions(method="stitch").with_top_k(4))
         b = r.retrieve(question, QueryOptions(method="stitch_consolidated").with_top_k(4))
@@ -328,3 +329,24 @@ def test_save_over_a_loaded_system(index, tmp_path):
     loaded = load_coda(d)  # memory-maps the vectors
     loaded.save(d)  # must not truncate the mapped files
     assert load_coda(d).graph.n_entities == sys_.graph.n_entities
+
+
+def test_coda_methods_without_the_build_step_say_how_to_build(index):
+    r = Retriever(index, EMB)
+    for m in ("coda", "stitch_consolidated", "merge_full", "merge_none"):
+        with pytest.raises(MissingPrebuilt, match="hyperrag build-methods"):
+            r.retrieve("Where was the founder of Google born?", QueryOptions(method=m))
+
+
+def test_prebuilt_saved_and_loaded_give_the_same_ranking(index, tmp_path):
+    from hyperrag_fast.prebuilt import ensure_prebuilt, load_prebuilt
+    names = ["merge_full", "merge_none", "coda", "stitch_consolidated"]
+    ensure_prebuilt(tmp_path, index, ["merge_full", "merge_none", "coda", "consolidated"])
+    a = Retriever(index, EMB, prebuilt=build_prebuilt(index, ["merge_full", "merge_none", "coda", "consolidated"]))
+    b = Retriever(index, EMB, prebuilt=load_prebuilt(tmp_path))
+    for m in names:
+        o = QueryOptions(method=m).with_top_k(4)
+        x = a.retrieve("Where was the founder of Google born?", o)
+        y = b.retrieve("Where was the founder of Google born?", o)
+        assert [c.chunk_id for c in x.chunks] == [c.chunk_id for c in y.chunks], m
+        assert [c.score for c in x.chunks] == [c.score for c in y.chunks], m

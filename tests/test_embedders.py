@@ -1,4 +1,4 @@
-"""Embedders: hashing, cached wrapper, int8 ONNX MiniLM (DESIGN §4, §7)."""
+"""Embedders: hashing, cached wrapper, int8 ONNX MiniLM (docs/architecture.md §2)."""
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,4 @@
-"""The symbolic index builder against a plain-Python twin (DESIGN §2.1, STITCH-RAG §3.2)."""
+"""The symbolic index builder against a plain-Python twin (docs/architecture.md §3, STITCH-RAG §3.2)."""
 from __future__ import annotations
 
 import numpy as np

@@ -10,7 +10,7 @@ from hyperrag_fast.engine import StitchEngine
 from hyperrag_fast.kernels.chunk_graph import chunk_graph
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_push, ppr_push_topk
 from hyperrag_fast.kernels.scratch import scratch_is_clean
-from hyperrag_fast.options import StitchOptions
+from hyperrag_fast.config import StitchOptions
 
 from strategies import instances, stitch_options
 from twins import (chunk_graph_twin, csr_of, power_topk_bound, ppr_exact, ppr_power_twin, prior_twin, ranked,
@@ -73,7 +73,7 @@ def test_chunk_graph_matches_twin(inst, opts):
     eng = _engine(inst)
     cq = np.arange(g.n_chunks, dtype=np.int32)[:: max(1, g.n_chunks // 5)] if g.n_chunks else cc
     sc = eng._scratch()
-    ptr, nbr, w, wsum = chunk_graph(eng.kernel_arrays(opts), sc, np.ascontiguousarray(cq, np.int32),
+    ptr, nbr, w, wsum = chunk_graph(eng.index_arrays(opts), sc, np.ascontiguousarray(cq, np.int32),
                                     opts.graph_max_group, 0 if opts.graph_weight == "uniform" else 1)
     W = np.zeros((len(cq), len(cq)))
     for i in range(len(cq)):
@@ -248,11 +248,11 @@ def test_input_validation():
     v = np.ones((1, 3)) / np.sqrt(3)
     eng = StitchEngine(g, v, v, v)
     with pytest.raises(ValueError, match="dimension"):
-        eng.query(np.ones(4), [0], [0])
+        eng.query(np.ones(4), [0], [0], StitchOptions())
     with pytest.raises(ValueError, match="outside"):
-        eng.query(v[0], [5], [0])
+        eng.query(v[0], [5], [0], StitchOptions())
     with pytest.raises(ValueError, match="NaN"):
-        eng.query(np.full(3, np.nan), [0], [0])
+        eng.query(np.full(3, np.nan), [0], [0], StitchOptions())
     with pytest.raises(ValueError, match="shape"):
         StitchEngine(g, v, v, np.ones((2, 3)))
     with pytest.raises(ValueError, match="ppr"):

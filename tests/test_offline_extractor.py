@@ -1,4 +1,4 @@
-"""Offline extractors: spaCy NER per sentence and the regex stand-in (DESIGN §4, §7)."""
+"""Offline extractors: spaCy NER per sentence and the regex stand-in (docs/architecture.md §2)."""
 from __future__ import annotations
 
 import pytest

@@ -2,7 +2,7 @@
 
 ``ppr_power_topk`` must equal the plain power iteration (SciPy/NumPy twin) sweep for
 sweep, and whenever it stops on its certificate its top-k must be the exact solve's
-top-k in order (STITCH-RAG §3.3 step 10; DESIGN §3)."""
+top-k in order (STITCH-RAG §3.3 step 10; docs/architecture.md §4)."""
 from __future__ import annotations
 
 import numpy as np

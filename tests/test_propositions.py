@@ -11,7 +11,7 @@ from hyperrag_fast.engine import StitchEngine
 from hyperrag_fast.hypergraph import build_hypergraph
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_push
 from hyperrag_fast.kernels.stibp import decay
-from hyperrag_fast.options import StitchOptions
+from hyperrag_fast.config import StitchOptions
 from hyperrag_fast.records import Extraction, Segment
 
 from test_kernels_twins import _random_graph

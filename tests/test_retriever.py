@@ -9,7 +9,7 @@ import pytest
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
 from hyperrag_fast.index import HyperIndex
-from hyperrag_fast.options import StitchOptions
+from hyperrag_fast.config import StitchOptions
 from hyperrag_fast.retriever import (METHODS, MethodOutput, QueryOptions, Retriever,
                                      register_method)
 from hyperrag_fast.store import IndexMismatchError
@@ -83,13 +83,13 @@ def test_threads_equal_serial(retriever):
 
 def test_budgets_and_validation(retriever):
     with pytest.raises(ValueError, match="unknown method"):
-        QueryOptions(method="nope")
+        retriever.retrieve(QUERIES[0], QueryOptions(method="nope"))
     with pytest.raises(ValueError, match="k_nodes"):
         QueryOptions(k_nodes=-1)
-    res = retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_edges=0, k_chunks=3).with_top_k(3))
+    res = retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_chunks=3).with_top_k(3))
     assert 1 <= len(res.chunks) <= 3
     with pytest.raises(ValueError, match="top_k=8 > k_chunks=3"):  # would be capped silently
-        retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_edges=0, k_chunks=3))
+        retriever.retrieve(QUERIES[0], QueryOptions(k_nodes=0, k_chunks=3))
     assert retriever.retrieve_batch([]) == []
     with pytest.raises(TypeError):
         retriever.retrieve_batch("a string")

@@ -174,3 +174,16 @@ def _set(i, v):
 def test_each_rule_names_file_and_rule(stored, rel, change, rule):
     msg = _broken(stored, rel, change)
     assert msg.startswith("IX/") and rule in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("name,value", [("bm25_indices", 10**6), ("bm25_indptr", -3)])
+def test_bm25_postings_out_of_range_are_caught(index_dir, tmp_path, name, value):
+    work = tmp_path / "ix"
+    shutil.copytree(index_dir, work)
+    f = generation_dir(work) / "arrays" / f"{name}.npy"
+    a = np.load(f)
+    a[len(a) // 2] = value
+    f.unlink()  # generation files may be hard links: never write through them
+    np.save(f, a)
+    with pytest.raises(IndexCorruptedError, match=name):
+        load_index(work, verify=False)

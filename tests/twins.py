@@ -1,7 +1,7 @@
 """Slow, obviously-correct twins of the STITCH kernels (plain Python / NumPy / SciPy).
 
 They read the Hypergraph through dense matrices and loop over the definitions of
-DESIGN §3 literally; tests compare the compiled kernels against them.
+docs/architecture.md §4 literally; tests compare the compiled kernels against them.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def decay(kind, x):
 
 
 def stibp_twin(g, node_vec, edge_vec, chunk_vec, q, cand_nodes, opts, seeds=(), seed_values=()):
-    """A, a_space, a_time over all nodes (Alg. 1 lines 2-21, DESIGN §3 steps 2-5)."""
+    """A, a_space, a_time over all nodes (Alg. 1 lines 2-21, docs/architecture.md §4 steps 2-5)."""
     q = np.asarray(q, dtype=np.float64)
     H, Z, Gm = dense_views(g)
     A = np.zeros(g.n_nodes)

@@ -1,4 +1,4 @@
-"""Distinct rows of a vector matrix, block by block (docs/architecture.md, "ANN").
+"""Distinct rows of a vector matrix, block by block (docs/architecture.md §10).
 
 Entity states that share one description have identical vectors; the HNSW index holds
 each distinct row once and a query expands hits to every equal row. Rows are hashed
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .vectors import release
+from ..mmaps import release
 
 BLOCK = 16384
 

@@ -1,4 +1,4 @@
-"""Scale-out of the index build on Dask ``distributed`` (docs/architecture.md, "Index build").
+"""Scale-out of the index build on Dask ``distributed`` (docs/architecture.md §10).
 
 Each partition of documents is one task: chunk, extract and embed on a worker
 (:func:`~hyperrag_fast.build.pipeline.worker_partition`, no cross-partition state); the
@@ -15,7 +15,8 @@ from typing import Any, Iterator, Sequence
 from ..embed.base import Embedder
 from ..extract.base import Extractor
 from .flat import GroupOf
-from .pipeline import BuildOptions, worker_partition
+from ..config import BuildOptions
+from .partition import worker_partition
 
 _EXTRA = 'the distributed build needs Dask: pip install "hyperrag_fast[distributed]"'
 

@@ -6,7 +6,7 @@ entity states, topic hyperedges and incidences to flat int arrays; only the grou
 dictionary (name key -> group id) spans partitions. :func:`partition_texts` gives the
 texts a partition needs embedded without any cross-partition state, so a worker can
 embed them (``build.distributed``) and the client assemble the same arrays.
-See docs/architecture.md, "Index build".
+See docs/architecture.md §10.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The streaming index build: documents -> chunks -> extractions -> flat arrays, with
-embeddings written to disk as they arrive (docs/architecture.md, "Index build").
+embeddings written to disk as they arrive (docs/architecture.md §10).
 
 Documents are cut into partitions of ``BuildOptions.partition_docs``; each partition is
 chunked and extracted, its records appended to a :class:`FlatAssembler`, and its new
@@ -16,53 +16,23 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
-from ..chunking import LoadResult, chunk_documents, load_documents
+from ..chunking import LoadResult, load_documents
+from ..config import BuildOptions
 from ..embed.base import Embedder
 from ..extract.base import Extractor
 from ..hypergraph import Hypergraph, build_hypergraph, hypergraph_from_flat
 from ..records import Chunk, Extraction
 from .clock import StageClock
-from .flat import FlatAssembler, GroupOf, partition_texts
+from .flat import FlatAssembler, GroupOf
+from .partition import chunk_partition, embed_checked, extract_chunks
 from .vectors import TextVectors, source_codes
 
 KINDS = ("node_vec", "edge_vec", "chunk_vec")
-EXTRACT_BATCH = 64
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    """How a build runs (not what it computes: the index is the same for every setting).
-
-    ``partition_docs``: documents per partition (memory is bounded by a partition's
-    texts and vectors); ``pipeline``: embed partition p on a thread while partition p+1
-    is extracted (off by default: with onnxruntime on every core the overlap bought
-    nothing on a 2-core machine and slowed the embed stage, benchmarks/README.md);
-    ``workers``: run partitions on a local Dask cluster of that many single-threaded
-    workers; ``scheduler``: the address of an existing Dask scheduler instead.
-    """
-
-    partition_docs: int = 512
-    pipeline: bool = False
-    workers: int = 0
-    scheduler: str | None = None
-    threads_per_worker: int = 1
-
-    def __post_init__(self) -> None:
-        if self.partition_docs < 1:
-            raise ValueError(f"partition_docs must be >= 1, got {self.partition_docs}")
-        if self.workers < 0 or self.threads_per_worker < 1:
-            raise ValueError("workers must be >= 0 and threads_per_worker >= 1")
-        if self.workers and self.scheduler:
-            raise ValueError("give either workers (a local cluster) or scheduler, not both")
-
-    @property
-    def distributed(self) -> bool:
-        return bool(self.workers or self.scheduler)
 
 
 @dataclass
@@ -135,68 +105,6 @@ def partitions(source: Any, max_tokens: int, overlap: int, size: int,
         docs, skips = res.documents, res.skipped
     skipped.extend((s.doc_id, s.reason) for s in skips)
     return [docs[b:b + size] for b in range(0, len(docs), size)]
-
-
-def chunk_partition(part: Sequence[Any], max_tokens: int, overlap: int,
-                    skipped: list[tuple[str, str]] | None = None) -> list[Chunk]:
-    """Chunks of one partition (ready chunks pass through)."""
-    if part and isinstance(part[0], Chunk):
-        return list(part)
-    chunks = chunk_documents(part, max_tokens=max_tokens, overlap=overlap)
-    if skipped is not None:
-        have = {c.doc_id for c in chunks}
-        skipped.extend((d.doc_id, "no tokens") for d in part if d.doc_id not in have)
-    return chunks
-
-
-def extract_chunks(extractor: Extractor, chunks: Sequence[Chunk],
-                   progress: Callable[[int], None] | None = None) -> list[Extraction]:
-    """Extract in batches; a raising batch is retried chunk by chunk and a raising chunk
-    becomes a recorded failure (never abort the build)."""
-    out: list[Extraction] = []
-    for b in range(0, len(chunks), EXTRACT_BATCH):
-        part = chunks[b:b + EXTRACT_BATCH]
-        try:
-            got = list(extractor.extract(part))
-            if len(got) != len(part):
-                raise ValueError(f"extractor returned {len(got)} results for {len(part)} chunks")
-        except Exception:  # noqa: BLE001 - isolate the failing chunk(s)
-            got = []
-            for c in part:
-                try:
-                    got.extend(extractor.extract([c]))
-                except Exception as e:  # noqa: BLE001 - recorded, not fatal
-                    got.append(Extraction((), error=f"{type(e).__name__}: {e}"))
-        out.extend(got)
-        if progress is not None:
-            progress(len(part))
-    return out
-
-
-def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    vecs = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
-    if vecs.shape != (len(texts), int(embedder.dim)):
-        raise ValueError(f"embedder {embedder.name!r} returned shape {vecs.shape}, "
-                         f"expected ({len(texts)}, {embedder.dim})")
-    return vecs
-
-
-def worker_partition(part: Sequence[Any], extractor: Extractor, embedder: Embedder,
-                     max_tokens: int, overlap: int, group_of: GroupOf | None
-                     ) -> tuple[list[Chunk], list[Extraction], list[str], np.ndarray, list, dict]:
-    """One partition end to end, with no cross-partition state (a Dask task): chunks,
-    extractions, the partition's distinct texts, their vectors, skips, busy seconds."""
-    t0 = time.perf_counter()
-    skipped: list[tuple[str, str]] = []
-    chunks = chunk_partition(part, max_tokens, overlap, skipped)
-    t1 = time.perf_counter()
-    exts = extract_chunks(extractor, chunks)
-    t2 = time.perf_counter()
-    texts = partition_texts(chunks, exts, group_of)
-    vecs = embed_checked(embedder, texts) if texts else np.zeros((0, embedder.dim), np.float32)
-    t3 = time.perf_counter()
-    return chunks, exts, texts, vecs, skipped, {"chunk": t1 - t0, "extract": t2 - t1,
-                                               "embed": t3 - t2}
 
 
 # --------------------------------------------------------------------- the embedder

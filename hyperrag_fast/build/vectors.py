@@ -10,12 +10,13 @@ no step holds more than a block of vectors besides the memory maps.
 from __future__ import annotations
 
 import hashlib
-import mmap
 import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from ..mmaps import release
 
 _SRC_SHIFT = 40
 _ROW_MASK = (1 << _SRC_SHIFT) - 1
@@ -25,21 +26,6 @@ GATHER_BLOCK = 8192  # rows per write block
 def digest(text: str) -> bytes:
     """The table key of a text: BLAKE2b-128 of its UTF-8 bytes."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def release(a: np.ndarray | None) -> None:
-    """Drop the resident pages of the memory map behind ``a`` (they are clean: the kernel
-    re-reads them on the next access), so scanning a large matrix a block at a time does
-    not leave all of it in the process's resident set."""
-    while a is not None:
-        mm = getattr(a, "_mmap", None)
-        if mm is not None:
-            try:
-                mm.madvise(mmap.MADV_DONTNEED)
-            except (AttributeError, OSError, ValueError):
-                pass
-            return
-        a = getattr(a, "base", None)
 
 
 def source_codes(source: int, n: int) -> np.ndarray:

@@ -1,5 +1,6 @@
 """CODA (CodaRAG §3): consolidated entity-relation graph and associative retrieval.
 
-Importing this package registers the CODA retriever methods (see :mod:`.methods`).
+Build side: :mod:`.system` (and :mod:`hyperrag_fast.prebuilt`); query side:
+:mod:`.retrieve` and the methods in :mod:`hyperrag_fast.methods.coda`. Importing this
+package registers nothing.
 """
-from . import methods  # noqa: F401  (registers coda* and stitch_consolidated)

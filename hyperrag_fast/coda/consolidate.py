@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from ..normalize import normalize_name
+from ..lexical import normalize_name
 from .graph import DEFAULT_TYPE, RawKG
 
 MERGE, KEEP = "merge", "keep"
@@ -143,7 +143,7 @@ class MergeTable:
 
 def consolidated_group_of(table: MergeTable) -> Callable[[str], str]:
     """For STITCH: ``build_hypergraph(extractions, group_of=consolidated_group_of(t))``
-    maps a normalised name key to its merged entity id (DESIGN §4)."""
+    maps a normalised name key to its merged entity id (docs/architecture.md §2)."""
     return table.group_of()
 
 

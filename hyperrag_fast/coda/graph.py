@@ -29,7 +29,7 @@ import numpy as np
 from ..embed.base import Embedder
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp
-from ..normalize import normalize_name
+from ..lexical import normalize_name
 from ..records import Extraction
 
 MAX_PIECES = 8

@@ -2,7 +2,7 @@
 (suggest -> refine), type-guided entity-relation extraction (LightRAG-style, JSON
 output) and the fragmented-entity merge judge.
 
-All calls go through :class:`JSONCaller`: a :class:`~hyperrag_fast.llm.client.ChatClient`,
+All calls go through :class:`JSONCaller` (the loop itself: :func:`~hyperrag_fast.llm.json_call.cached_json_call`): a :class:`~hyperrag_fast.llm.client.ChatClient`,
 raw answers cached in a :class:`~hyperrag_fast.kvcache.KVCache` under
 ``cache_key(model, prompt_version, task, input)`` (a rerun makes no new request, and
 parser fixes apply to cached answers), parsing through ``json_repair``, one
@@ -10,7 +10,6 @@ correction re-ask, and failures recorded (``.failures``), never fatal.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import threading
@@ -19,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 from ..kvcache import KVCache, cache_key
-from ..llm.client import ChatClient, LLMError, run_bounded
+from ..llm.client import ChatClient, run_bounded
+from ..llm.json_call import cached_json_call
 from ..llm.json_repair import repair_json
 from ..records import Chunk
 from .consolidate import KEEP, MERGE
@@ -78,27 +78,10 @@ class JSONCaller:
             self.stats.update(kw)
 
     def _one(self, cache: KVCache, key: str, messages: list[dict], parse):
-        cached = cache.get(key)
-        raws: list[str] = json.loads(cached)["raw"] if cached else []
-        if cached:
-            self._count(cache_hits=1)
-        reason = ""
-        for attempt in range(self.reasks + 1):
-            if attempt >= len(raws):
-                try:
-                    r = self.client.complete(messages, **self.request_params)
-                except LLMError as e:
-                    return Failure(f"LLM call failed: {e}")
-                self._count(calls=1)
-                raws = raws[:attempt] + [r.text]
-                cache.put(key, json.dumps({"raw": raws}).encode("utf-8"))
-            try:
-                return parse(raws[attempt])
-            except (ValueError, TypeError, KeyError) as e:
-                reason = str(e) or type(e).__name__
-                messages = messages + [{"role": "assistant", "content": raws[attempt]},
-                                       {"role": "user", "content": CORRECTION.format(reason=reason)}]
-        return Failure(f"unusable output after {self.reasks + 1} attempts: {reason}")
+        got, why = cached_json_call(self.client, cache, key, messages, parse, reasks=self.reasks,
+                                    request_params=self.request_params, correction=CORRECTION,
+                                    count=lambda name: self._count(**{name: 1}))
+        return Failure(why) if why is not None else got
 
 
 def _obj(raw: str) -> dict:

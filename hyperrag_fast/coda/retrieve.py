@@ -29,6 +29,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from ..ann import top_k_desc
 from ..embed.base import Embedder
 from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand
 from ..kernels.ppr import ppr_power, ppr_push
@@ -93,17 +94,6 @@ class CodaResult:
 _EMPTY = np.zeros(0, np.int64)
 
 
-def _topk(scores: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
-    s = np.asarray(scores, np.float64).copy()
-    if exclude is not None and exclude.size:
-        s[exclude] = -np.inf
-    k = min(k, int(np.isfinite(s).sum()))
-    if k <= 0:
-        return _EMPTY
-    part = np.argpartition(-s, k - 1)[:k]
-    return part[np.lexsort((part, -s[part]))].astype(np.int64)
-
-
 class CodaRetriever:
     """Query-time CODA over one :class:`CodaGraph`. ``embedder`` is needed only for LLM
     keywords; ``chunk_vec`` only for ``fill_dense``. Read-only, thread-safe."""
@@ -128,16 +118,16 @@ class CodaRetriever:
                 o: CodaOptions) -> tuple[np.ndarray, np.ndarray, dict]:
         """Entry entities and relations (CodaRAG §3.3 Entry Finding)."""
         if self.keywords is None:
-            return (_topk(ent_sim, o.k_entry), _topk(rel_sim, o.k_entry_relations),
+            return (top_k_desc(ent_sim, o.k_entry), top_k_desc(rel_sim, o.k_entry_relations),
                     {"entry_mode": "offline: query embedding"})
         low, high = self.keywords.keywords(text)
         info = {"entry_mode": "llm keywords", "low_keywords": low, "high_keywords": high}
 
         def match(words: list[str], mat: np.ndarray, k: int, fallback: np.ndarray) -> np.ndarray:
             if not words or mat.shape[0] == 0:
-                return _topk(fallback, k)
+                return top_k_desc(fallback, k)
             kv = np.asarray(self.embedder.embed([", ".join(words)]), np.float32)[0]
-            return _topk(mat @ kv, k)
+            return top_k_desc(mat @ kv, k)
 
         return (match(low, self.g.ent_vec, o.k_entry, ent_sim),
                 match(high, self.g.rel_vec, o.k_entry_relations, rel_sim), info)
@@ -170,7 +160,7 @@ class CodaRetriever:
             else:
                 pi, _ = ppr_power(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d,
                                   o.ppr_tol, 1000)
-            ce = _topk(pi, o.k_context)
+            ce = top_k_desc(pi, o.k_context)
             ce = ce[pi[ce] > 0]
             for e in ce:
                 ents.setdefault(int(e), "contextual")
@@ -178,7 +168,7 @@ class CodaRetriever:
                 rels.setdefault(int(r), "contextual")
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
             fs = (g.frp[e0] @ g.frp.T).max(axis=0).astype(np.float64)
-            fe = _topk(fs, o.k_functional, exclude=e0)
+            fe = top_k_desc(fs, o.k_functional, exclude=e0)
             for e in fe[fs[fe] > 0]:
                 ents.setdefault(int(e), "functional")
 
@@ -194,7 +184,7 @@ class CodaRetriever:
         ids, scores = ids[:top_k], cnt[:top_k].astype(np.float64)
         n_aligned = ids.size
         if o.fill_dense and ids.size < top_k and self.chunk_vec is not None:
-            dense = _topk(self.chunk_vec @ q, top_k + ids.size)
+            dense = top_k_desc(self.chunk_vec @ q, top_k + ids.size)
             extra = dense[~np.isin(dense, ids)][:top_k - ids.size]
             ids = np.concatenate([ids, extra])
             scores = np.concatenate([scores, np.zeros(extra.size)])

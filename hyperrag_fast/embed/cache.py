@@ -1,4 +1,4 @@
-"""An on-disk embedding cache around any Embedder (DESIGN §4), built on :mod:`..kvcache`."""
+"""An on-disk embedding cache around any Embedder (docs/architecture.md §2), built on :mod:`..kvcache`."""
 from __future__ import annotations
 
 import os

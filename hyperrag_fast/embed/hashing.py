@@ -15,7 +15,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 class HashingEmbedder:
     """Signed feature hashing of lowercase word unigrams and bigrams, L2-normalised.
 
-    Satisfies the Embedder protocol (DESIGN §4: one model for all three kinds);
+    Satisfies the Embedder protocol (docs/architecture.md §2: one model for all three kinds);
     equal texts give equal vectors in every process (blake2b, not ``hash``).
     An empty text gives a zero row.
     """

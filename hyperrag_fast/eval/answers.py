@@ -22,7 +22,8 @@ from ..answer import (DEFAULT_MAX_CONTEXT_CHARS, PROMPT_VERSION, Prepared, messa
                       prepare, prepare_zero_shot, wants_detail)
 from ..kvcache import KVCache, cache_key
 from ..llm.client import ChatClient, ChatResult, run_bounded
-from ..retriever import QueryOptions, Retriever
+from ..config import QueryOptions
+from ..retriever import Retriever
 from .data import _read_json, _split, load_dataset, resolve_data_dir
 
 ZERO_SHOT = "zero_shot"
@@ -166,7 +167,7 @@ def evaluate_answers(dataset: str, split: str, methods: Sequence[str], client: C
     ``out_dir`` is None."""
     from tqdm import tqdm
 
-    from .harness import (_git, check_methods, default_embedder, default_extractor,
+    from .harness import (_git, check_methods, prepare_methods, default_embedder, default_extractor,
                           load_or_build_index)
 
     methods = list(dict.fromkeys(methods))
@@ -182,7 +183,7 @@ def evaluate_answers(dataset: str, split: str, methods: Sequence[str], client: C
     extractor = (extractor_factory or default_extractor)()
     embedder = (embedder_factory or default_embedder)()
     ix, index_info = load_or_build_index(ds, extractor, embedder, index_dir, cache_dir, progress)
-    retriever = Retriever(ix, embedder)
+    retriever = Retriever(ix, embedder, prebuilt=prepare_methods(ix, index_dir, methods))
     texts = [q.question for q in questions]  # all a query may see
 
     prepared: dict[str, list[Prepared]] = {}

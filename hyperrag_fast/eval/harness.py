@@ -26,7 +26,10 @@ from ..embed.base import Embedder
 from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
-from ..retriever import METHODS, QueryOptions, Retriever
+from ..config import QueryOptions
+from ..methods import METHODS, needs
+from ..prebuilt import Prebuilt, build_prebuilt, ensure_prebuilt
+from ..retriever import Retriever
 from ..store import FORMAT_VERSION, manifest_path
 from .data import Dataset, corpus_checksum, load_dataset
 from .metrics import KS, summarize
@@ -42,27 +45,27 @@ def default_extractor() -> Extractor:
 
 
 def default_embedder() -> Embedder:
-    from ..embed.onnx_minilm import OnnxMiniLM
-    return OnnxMiniLM()
-
-
-def register_methods() -> bool:
-    """Load every registered method (the quality table's and CODA's); True when loaded."""
-    from ..retriever import methods_registry
-
-    methods_registry()
-    return True
+    from ..embed.registry import make_embedder
+    return make_embedder("minilm")
 
 
 def check_methods(methods: Sequence[str]) -> None:
     """ValueError naming the unknown methods and what is registered."""
-    have_module = register_methods()
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        note = "" if have_module else " (hyperrag_fast.methods does not exist yet)"
-        raise ValueError(f"unknown method(s) {unknown}; registered: {sorted(METHODS)}{note}")
+        raise ValueError(f"unknown method(s) {unknown}; registered: {sorted(METHODS)}")
     if not methods:
         raise ValueError("no methods given")
+
+
+def prepare_methods(ix: HyperIndex, index_dir: str | os.PathLike | None,
+                    methods: Sequence[str]) -> Prebuilt:
+    """The explicit build step for ``methods`` (merge variants, CODA): loaded from
+    ``index_dir`` when saved there, else built (and saved there when given)."""
+    structures = sorted({s for m in methods for s in needs(m, ix.merge)})
+    if index_dir is not None:
+        return ensure_prebuilt(index_dir, ix, structures)
+    return build_prebuilt(ix, structures)
 
 
 # ------------------------------------------------------------------------- index
@@ -219,7 +222,7 @@ def evaluate(dataset: str, split: str, methods: Sequence[str],
     ix, index_info = load_or_build_index(ds, extractor, embedder, index_dir,
                                          cache_dir if cache_dir is not None else "cache",
                                          progress)
-    retriever = Retriever(ix, embedder)
+    retriever = Retriever(ix, embedder, prebuilt=prepare_methods(ix, index_dir, methods))
     qvecs, embed_ms = embed_questions(embedder, [q.question for q in ds.questions], progress)
     run = {"command": command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
            "git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain")),

@@ -1,4 +1,4 @@
-"""Passage Recall@k (HippoRAG definition), breakdowns and latency percentiles (DESIGN §6)."""
+"""Passage Recall@k (HippoRAG definition), breakdowns and latency percentiles (docs/architecture.md §9)."""
 from __future__ import annotations
 
 from collections import defaultdict

@@ -1,4 +1,4 @@
-"""Offline extractors: no LLM, no network (DESIGN §4, §7).
+"""Offline extractors: no LLM, no network (docs/architecture.md §2).
 
 :class:`OfflineExtractor` (the default) runs spaCy's small English NER with the
 sentence recogniser: each sentence of a chunk is a topic segment, its named
@@ -35,11 +35,11 @@ def _segment(sentence: str, names: Iterable[str], title: str | None) -> Segment:
 
 
 class OfflineExtractor:
-    """spaCy NER per sentence (DESIGN §7 pipeline: senter + ner only, ~100 paragraphs/s).
+    """spaCy NER per sentence (senter + ner only; README, "Why these offline dependencies").
 
     ``include_title`` adds the chunk title as an entity of every sentence;
-    ``exclude_labels`` drops entity labels (all kept by default: DESIGN §8 found
-    that dropping NORP or DATE hurts); ``batch_size`` and ``n_process`` go to
+    ``exclude_labels`` drops entity labels (all kept by default: dropping NORP or DATE
+    hurt dev recall); ``batch_size`` and ``n_process`` go to
     ``nlp.pipe``. The model loads on first :meth:`extract`.
     """
 
@@ -136,7 +136,7 @@ _STARTERS = frozenset(
 class RegexExtractor:
     """Dependency-free extractor for tests: regex sentences, capitalised phrases as entities.
 
-    Same segment contract as :class:`OfflineExtractor` (DESIGN §4) at much lower
+    Same segment contract as :class:`OfflineExtractor` (docs/architecture.md §2) at much lower
     quality; select it explicitly, it is never a fallback.
     """
 

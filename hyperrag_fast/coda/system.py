@@ -1,37 +1,28 @@
-"""CODA on a :class:`~hyperrag_fast.index.HyperIndex`: build/save/load and the retriever
-methods ``coda``, ``coda_no_semantic``, ``coda_no_contextual``, ``coda_no_functional``,
-``coda_no_elimination`` and ``stitch_consolidated`` (DESIGN §5, §4).
+"""The CODA system of a :class:`~hyperrag_fast.index.HyperIndex` (CodaRAG §3): build, save,
+load, and the consolidated-name hypergraph ``stitch_consolidated`` reads.
 
-Building. :func:`build_coda` makes the CODA system of an index explicitly (offline
-from the index's own extractions by default, or from LLM ``chunk_kgs``) and
-:func:`attach_coda` binds it to that index object for the registered methods. If
-nothing is attached, the first query of a CODA method builds the offline system
-once per index object (in memory; the index object does not know its directory,
-so persist it with ``system.save(<index dir>/coda)`` and reload with
-:func:`load_coda` + :func:`attach_coda`). Texts already embedded in the index
-(sentences) are reused; entity names are embedded with ``index.embedder`` when
-present (else entity vectors come from their sentences only).
+Build side: nothing here imports query code. :func:`build_coda` makes the system
+explicitly (offline from the index's own extractions by default, or from LLM
+``chunk_kgs``); ``hyperrag build-methods`` / :mod:`hyperrag_fast.prebuilt` save it beside
+the index and the query side loads it. Texts already embedded in the index (sentences)
+are reused; entity names are embedded with ``index.embedder`` when present (else entity
+vectors come from their sentences only). docs/architecture.md §7.
 """
 from __future__ import annotations
 
-import threading
 import time
-import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..embed.base import Embedder
-from ..engine import StitchEngine
 from ..hypergraph import build_hypergraph
-from ..retriever import MethodOutput, QueryOptions, RetrieverState, register_method
 from .consolidate import (MergeJudge, MergeTable, consolidated_group_of, merge_entities,
                           spacy_types)
 from .graph import (ChunkKG, CodaGraph, FastRPParams, RawKG, chunk_kgs_from_extractions,
                     consolidate, load_raw, raw_vectors, save_raw)
-from .retrieve import CodaOptions, CodaRetriever, InterferenceFilter, KeywordExtractor
 
 MERGE_FILE = "merge_table.json"
 
@@ -134,62 +125,15 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     return sys_
 
 
-# ------------------------------------------------------------ attachment + methods
-@dataclass
-class _Bound:
-    system: CodaSystem
-    retriever: CodaRetriever
-    options: CodaOptions
-    stitch: tuple[StitchEngine, bool] | None = None
-
-
-_BOUND: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
-def attach_coda(index, system: CodaSystem, options: CodaOptions | None = None,
-                embedder: Embedder | None = None, keywords: KeywordExtractor | None = None,
-                eliminator: InterferenceFilter | None = None) -> CodaRetriever:
-    """Bind ``system`` (and optional LLM entry / elimination steps) to ``index`` for the
-    registered methods; the ablation methods flip one switch of ``options``."""
-    r = CodaRetriever(system.graph, embedder or index.embedder, keywords, eliminator,
-                      index.chunk_vec)
-    with _LOCK:
-        _BOUND[index] = _Bound(system, r, options or CodaOptions())
-    return r
-
-
-def _bound(index) -> _Bound:
-    with _LOCK:
-        b = _BOUND.get(index)
-        if b is None:
-            sys_ = build_coda(index)
-            b = _BOUND[index] = _Bound(sys_, CodaRetriever(sys_.graph, None, None, None,
-                                                           index.chunk_vec), CodaOptions())
-        return b
-
-
-def _coda_method(switch: str | None):
-    def method(state: RetrieverState, q: np.ndarray, text: str, o: QueryOptions,
-               detail: bool) -> MethodOutput:
-        b = _bound(state.index)
-        opts = b.options if switch is None else replace(b.options, **{switch: False})
-        t0 = time.perf_counter()
-        r = b.retriever.retrieve(q, text, o.top_k, opts, detail)
-        return MethodOutput(r.chunk_ids, r.scores, r.detail if detail else None, 0.0,
-                            (time.perf_counter() - t0) * 1e3)
-    return method
-
-
-def stitch_consolidated_engine(index, table: MergeTable,
-                               embedder: Embedder | None = None) -> tuple[StitchEngine, bool]:
-    """A STITCH engine on the index's extractions with consolidated name groups.
+def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None = None):
+    """The index's hypergraph rebuilt with consolidated name groups (phi = merged entity
+    id, CodaRAG §3.2) and its node vectors, for method ``stitch_consolidated``.
 
     Under semi-merge a node is one (chunk, group): merging two names that occur in
     the same chunk fuses their states, changing node count/order and descriptions.
     Node vectors are reused when the node names are unchanged, else looked up by
-    description text and the new texts embedded (needs an embedder). Returns (engine,
-    whether the index's node rows were reused as they are)."""
+    description text and the new texts embedded (needs an embedder). Returns (graph,
+    node vectors, whether the index's node rows were reused as they are)."""
     g = build_hypergraph(index.extractions, merge=index.merge,
                          group_of=consolidated_group_of(table))
     if g.node_name == index.graph.node_name and g.node_desc == index.graph.node_desc:
@@ -202,31 +146,4 @@ def stitch_consolidated_engine(index, table: MergeTable,
         if not found.all():
             raise ValueError("consolidated groups fuse states into new descriptions; "
                              "an embedder is needed (pass embedder= or load the index with one)")
-    return StitchEngine(g, nv, index.edge_vec, index.chunk_vec), reused
-
-
-def stitch_consolidated_method(state: RetrieverState, q: np.ndarray, text: str,
-                               o: QueryOptions, detail: bool) -> MethodOutput:
-    """``stitch`` (Alg. 1 with the same options and query-side signals) with phi = merged
-    entity id (DESIGN §4): only the name groups differ."""
-    from ..methods import resources, run_stitch
-
-    b = _bound(state.index)
-    res = resources(state)
-    with _LOCK:
-        if b.stitch is None:
-            b.stitch = stitch_consolidated_engine(state.index, b.system.table)
-        eng, reused = b.stitch
-    # unchanged node rows: the index's own ANN serves the candidates
-    res.add_engine(CONSOLIDATED, eng, state.index.ann["node_vec"] if reused else None)
-    return run_stitch(state, q, text, o.stitch, o.hybrid, o, detail, merge=CONSOLIDATED)
-
-
-CONSOLIDATED = "consolidated"  # engine key in the method resources
-METHOD_NAMES = ("coda", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
-                "coda_no_elimination", "stitch_consolidated")
-for _name, _switch in (("coda", None), ("coda_no_semantic", "semantic"),
-                       ("coda_no_contextual", "contextual"), ("coda_no_functional", "functional"),
-                       ("coda_no_elimination", "elimination")):
-    register_method(_name, _coda_method(_switch))
-register_method("stitch_consolidated", stitch_consolidated_method)
+    return g, nv, reused

@@ -1,0 +1,268 @@
+"""Configuration: every query option, both presets, candidate budgets, ANN parameters and
+how an index build runs (:class:`BuildOptions`).
+
+The API (:class:`QueryOptions` defaults), the CLI (its option defaults), ``ask``, ``demo``,
+``eval`` and the benchmarks all read this module; nothing else holds a default. Two named
+presets: :data:`PAPER` (STITCH-RAG exactly as published, §3.3 / Alg. 1) and :data:`TUNED`
+(the library default, chosen on the 2WikiMultiHopQA dev split; docs/architecture.md §6).
+No imports of query or build code: a leaf every layer may read.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+#: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
+DECAYS = ("tanh", "exp", "sigmoid")
+PPRS = ("none", "power", "push", "factored")
+ALPHAS = ("ratio", "fixed", "log")
+WEIGHTS = ("log1p", "idf", "none")
+GRAPH_WEIGHTS = ("uniform", "inverse_size")
+PRIORS = ("continuous", "binary")
+SEED_MODES = ("none", "ngram", "ner", "ner+ngram")
+MERGES = ("semi", "full", "none")
+BACKENDS = ("auto", "exact", "usearch")
+#: default size below which exact search is used (see ``hyperrag_fast.ann``).
+EXACT_THRESHOLD = 10_000
+
+@dataclass(frozen=True)
+class StitchOptions:
+    """Options of one STITCH query (defaults = the paper, STITCH-RAG §3.3 / Alg. 1).
+
+    delta: activation threshold; lam: weight of max(0, sim(q, c)) in the prior;
+    damping: PPR d; top_k: chunks returned; decay: f(alpha dt), "tanh" = exp(-tanh),
+    "exp" = exp(-x), "sigmoid" = 2/(1+e^x) (Tables 8-9); alpha: "ratio" = n_u / n_bar,
+    "fixed" = ``alpha_value``, "log" = ln(1 + n_u / n_bar); spatial / temporal: the two
+    STIBP channels; agg_divisor: a(v) = (A + a_space + a_time) / agg_divisor (3: the
+    paper's mean); prior: "continuous" (paper) or "binary" 1[Score > 0];
+    group_weight: projection weight, "log1p" = ln(1 + N_v) (paper), "idf" =
+    ln(N_C / chunks of the group), "none" = 1; temporal_max_group: groups with more
+    states skip temporal bridging; temporal_from_space: beta > 0 makes spatially bridged
+    nodes temporal sources with strength beta * a_space (ours, two hops; 0 = paper);
+    graph_max_group: groups spanning more chunks make no
+    chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
+    (paper: power iteration to max-abs-change < tol, stopped earlier once its top-k order
+    is certified equal to the exact solve's, ``kernels.ppr.ppr_power_topk``), "push"
+    (forward push, L1 error <= tol), "factored" (the same power iteration, same results
+    to rounding, on the chunk-group incidences instead of the deduplicated arcs: a name
+    group of s chunks costs s, not s (s - 1); needs graph_weight "inverse_size";
+    ``kernels.ppr_factored``) or "none" (rank by prior).
+    """
+
+    delta: float = 0.5
+    lam: float = 0.3
+    damping: float = 0.85
+    top_k: int = 8
+    decay: str = "tanh"
+    alpha: str = "ratio"
+    alpha_value: float = 1.0
+    spatial: bool = True
+    temporal: bool = True
+    agg_divisor: float = 3.0
+    prior: str = "continuous"
+    group_weight: str = "log1p"
+    temporal_max_group: float = math.inf
+    temporal_from_space: float = 0.0
+    graph_max_group: float = math.inf
+    graph_weight: str = "uniform"
+    ppr: str = "power"
+    tol: float = 1e-6
+    max_iter: int = 10_000
+
+    def __post_init__(self) -> None:
+        _one_of("decay", self.decay, DECAYS)
+        _one_of("alpha", self.alpha, ALPHAS)
+        _one_of("prior", self.prior, PRIORS)
+        _one_of("group_weight", self.group_weight, WEIGHTS)
+        _one_of("graph_weight", self.graph_weight, GRAPH_WEIGHTS)
+        _one_of("ppr", self.ppr, PPRS)
+        if self.ppr == "factored" and self.graph_weight != "inverse_size":
+            raise ValueError('ppr="factored" needs graph_weight="inverse_size" (additive arc weights)')
+        if not 0.0 <= self.damping < 1.0:
+            raise ValueError(f"damping must be in [0, 1), got {self.damping}")
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {self.top_k}")
+        if not self.tol > 0 or self.max_iter < 1:
+            raise ValueError("tol must be > 0 and max_iter >= 1")
+        if not self.temporal_from_space >= 0:
+            raise ValueError("temporal_from_space must be >= 0")
+        if not self.agg_divisor > 0:
+            raise ValueError("agg_divisor must be > 0")
+        if self.alpha == "fixed" and not self.alpha_value >= 0:
+            raise ValueError("alpha_value must be >= 0")
+
+    @classmethod
+    def paper(cls, **changes) -> "StitchOptions":
+        """STITCH-RAG exactly as published (§3.3): delta .5, lambda .3, d .85, power PPR."""
+        return replace(cls(), **changes)
+
+    def replace(self, **changes) -> "StitchOptions":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class HybridOptions:
+    """seeds: "none"; "ngram" = every word n-gram (n <= 6) of the question whose
+    normalised form is a name-group key; "ner" = spaCy entities of the question,
+    normalised (needs the offline extra), skipping entities whose spaCy label is in
+    ``seed_skip_labels`` (e.g. CARDINAL, ORDINAL); "ner+ngram" = both. n-grams shorter
+    than ``ngram_min_words`` words are not matched. Matched groups spanning more than
+    ``seed_max_group`` chunks are not seeded; their states get A(v) >= ``seed_value``.
+    bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
+    chunks, which also join C0."""
+
+    seeds: str = "none"
+    seed_value: float = 1.0
+    seed_max_group: float = math.inf
+    bm25_weight: float = 0.0
+    k_bm25: int = 0
+    seed_skip_labels: tuple[str, ...] = ()
+    ngram_min_words: int = 1
+
+    def __post_init__(self) -> None:
+        if self.seeds not in SEED_MODES:
+            raise ValueError(f"seeds must be one of {SEED_MODES}, got {self.seeds!r}")
+        if self.ngram_min_words < 1:
+            raise ValueError("ngram_min_words must be >= 1")
+        if self.seed_value < 0 or self.bm25_weight < 0 or self.k_bm25 < 0:
+            raise ValueError("seed_value, bm25_weight and k_bm25 must be >= 0")
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    """usearch HNSW parameters (docs/architecture.md §8) and the exact/approximate switch.
+
+    ``backend``: "auto" (exact below ``exact_threshold`` rows, else usearch),
+    "exact" or "usearch". ``expansion_search`` was tuned so recall@50 against exact
+    search stays >= 0.98 on the 2Wiki dev data (tests/test_ann.py): 64 gave 0.964,
+    128 gave 0.993 (usearch never searches narrower than k).
+    """
+
+    backend: str = "auto"
+    exact_threshold: int = EXACT_THRESHOLD
+    connectivity: int = 16
+    expansion_add: int = 128
+    expansion_search: int = 128
+    threads: int = 0  # usearch build/search threads; 0 = all cores
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        for name in ("connectivity", "expansion_add", "expansion_search"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.exact_threshold < 0 or self.threads < 0:
+            raise ValueError("exact_threshold and threads must be >= 0")
+
+    def use_usearch(self, n: int) -> bool:
+        if self.backend == "auto":
+            return n >= self.exact_threshold
+        return self.backend == "usearch"
+
+
+def _one_of(name: str, value: str, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+
+
+# ------------------------------------------------------------------------ presets
+#: STITCH-RAG §3.3 constants: delta .5, lambda .3, d .85, tanh decay, power PPR; no
+#: question seeds, no BM25 term (the dataclass defaults are the paper's values).
+PAPER_STITCH = StitchOptions()
+PAPER_HYBRID = HybridOptions()
+
+#: The dev-tuned configuration (2WikiMultiHopQA dev = first 200 questions), chosen by
+#: ``python benchmarks/tune_stitch.py --index-dir indexes/2wiki --cache-dir cache``
+#: (coordinate search from the paper's constants, objective mean of R@2/5/8; every
+#: setting tried is in ``benchmarks/results/tuning_stitch_dev.{md,json}``). Best there:
+#: dev R@2/5/8 .650/.868/.934 with question seeds from spaCy NER plus 2+-word n-grams.
+#: We take n-gram seeds alone (.644/.863/.927, inside the ~1-point noise of 200
+#: questions) because they keep spaCy off the query path: half the per-query latency on
+#: dev and no GIL-bound NER. The same rule (the cheaper option when the gap is inside
+#: the noise) kept ``temporal_max_group=50``, which bounds the temporal scan of hub names.
+TUNED_STITCH = StitchOptions(
+    delta=0.6,
+    lam=0.3,
+    damping=0.2,
+    alpha="log",
+    group_weight="idf",
+    temporal_max_group=50,
+    temporal_from_space=2.0,
+    graph_max_group=20,
+    graph_weight="inverse_size",
+    ppr="power",
+    tol=1e-6,
+)
+TUNED_HYBRID = HybridOptions(seeds="ngram", ngram_min_words=2, seed_value=1.0, seed_max_group=2,
+                             bm25_weight=0.1, k_bm25=20)
+#: candidate budgets K_V (entity states) and K_C (chunks), STITCH-RAG §3.3 step 1
+TUNED_K_NODES = 25
+TUNED_K_CHUNKS = 50
+#: the method the API and the CLI run when none is named
+DEFAULT_METHOD = "stitch"
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """One query's configuration: STITCH options, the query-side signals (``hybrid``,
+    docs/architecture.md §5), candidate budgets K_V (``k_nodes``) and K_C (``k_chunks``)
+    and the method name (checked against the registry when the query runs). Defaults =
+    :data:`TUNED`; :data:`PAPER` is the published method."""
+
+    stitch: StitchOptions = field(default_factory=lambda: TUNED_STITCH)
+    hybrid: HybridOptions = field(default_factory=lambda: TUNED_HYBRID)
+    k_nodes: int = TUNED_K_NODES
+    k_chunks: int = TUNED_K_CHUNKS
+    method: str = DEFAULT_METHOD
+
+    def __post_init__(self) -> None:
+        for name in ("k_nodes", "k_chunks"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if not isinstance(self.method, str):
+            raise ValueError(f"method must be a name, got {self.method!r}")
+
+    @property
+    def top_k(self) -> int:
+        return self.stitch.top_k
+
+    def with_top_k(self, k: int) -> "QueryOptions":
+        return replace(self, stitch=self.stitch.replace(top_k=k))
+
+
+#: the library default (API ``QueryOptions()``, CLI ``hyperrag query``): method ``stitch``
+TUNED = QueryOptions()
+#: STITCH-RAG as published (method ``stitch_paper``: the paper's constants, no signals)
+PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_paper")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a build runs (not what it computes: the index is the same for every setting).
+
+    ``partition_docs``: documents per partition (memory is bounded by a partition's
+    texts and vectors); ``pipeline``: embed partition p on a thread while partition p+1
+    is extracted (off by default: with onnxruntime on every core the overlap bought
+    nothing on a 2-core machine and slowed the embed stage, benchmarks/README.md);
+    ``workers``: run partitions on a local Dask cluster of that many single-threaded
+    workers; ``scheduler``: the address of an existing Dask scheduler instead.
+    """
+
+    partition_docs: int = 512
+    pipeline: bool = False
+    workers: int = 0
+    scheduler: str | None = None
+    threads_per_worker: int = 1
+
+    def __post_init__(self) -> None:
+        if self.partition_docs < 1:
+            raise ValueError(f"partition_docs must be >= 1, got {self.partition_docs}")
+        if self.workers < 0 or self.threads_per_worker < 1:
+            raise ValueError("workers must be >= 0 and threads_per_worker >= 1")
+        if self.workers and self.scheduler:
+            raise ValueError("give either workers (a local cluster) or scheduler, not both")
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.workers or self.scheduler)

@@ -1,0 +1,130 @@
+"""The question text's side of a query: the name key phi, name-group seeds and BM25.
+
+* :func:`normalize_name`: the name key phi (STITCH-RAG §3.2; docs/architecture.md §2),
+  shared with the build side (``hyperrag_fast.normalize`` re-exports it);
+* :class:`GroupLookup` / :func:`question_groups`: names in the question -> name groups ->
+  seed states (question-entity seeds, docs/architecture.md §5);
+* :class:`BM25`: Okapi BM25 over chunk passages (the ``bm25`` reference row and the
+  optional lexical prior term, docs/architecture.md §5).
+
+A leaf module: no query or build code is imported (the BM25 postings are fitted at build
+time, ``hyperrag_fast.build.lexical``).
+"""
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .kernels.lexical import bm25_topk
+
+_PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
+_TOKEN = re.compile(r"(?u)\b\w+\b")  # build.lexical.TOKEN_PATTERN
+
+
+def normalize_name(name: str) -> str:
+    """Canonical name key: ``"  Google,  Inc. "`` -> ``"google inc"``.
+
+    Unicode NFKC, casefold, every run of punctuation/whitespace becomes one space,
+    stripped. Returns ``""`` for a name with no word characters.
+    """
+    s = unicodedata.normalize("NFKC", name).casefold()
+    return _PUNCT_OR_SPACE.sub(" ", s).strip()
+
+
+class GroupLookup:
+    """Name-group id of a normalised name key (exact match), built once per graph."""
+
+    def __init__(self, graph) -> None:
+        self.graph = graph
+        self._ids: dict[str, list[int]] = {}
+        for g, key in enumerate(graph.group_key):
+            self._ids.setdefault(key, []).append(g)
+        self.max_words = max((k.count(" ") + 1 for k in self._ids), default=1)
+
+    def groups_of_keys(self, keys: Sequence[str]) -> list[int]:
+        out: list[int] = []
+        for k in keys:
+            out.extend(self._ids.get(k, ()))
+        return sorted(set(out))
+
+    def ngram_keys(self, text: str, max_n: int = 6, min_n: int = 1) -> list[str]:
+        words = normalize_name(text).split()
+        n_max = min(max_n, self.max_words)
+        return [" ".join(words[i:i + n]) for n in range(min_n, n_max + 1)
+                for i in range(len(words) - n + 1)]
+
+    def seed_nodes(self, groups: Sequence[int], max_chunks: float) -> np.ndarray:
+        """All states of the given groups, skipping groups in more than ``max_chunks`` chunks."""
+        g = self.graph
+        parts = [g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]] for x in groups
+                 if g.group_chunks[x] <= max_chunks]
+        return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+
+
+def question_groups(text: str, lookup: GroupLookup, mode: str,
+                    ner: Callable[[str], list[tuple[str, str]]] | None = None,
+                    skip_labels: tuple[str, ...] = (), ngram_min_words: int = 1) -> list[int]:
+    """Group ids named in the question (see :class:`HybridOptions`)."""
+    if mode == "none":
+        return []
+    keys: list[str] = []
+    if mode in ("ngram", "ner+ngram"):
+        keys += lookup.ngram_keys(text, min_n=ngram_min_words)
+    if mode in ("ner", "ner+ngram"):
+        if ner is None:
+            raise ValueError(f"seeds={mode!r} needs an NER function (the offline extractor's spaCy model)")
+        keys += [normalize_name(t) for t, label in ner(text) if label not in skip_labels]
+    return lookup.groups_of_keys(keys)
+
+
+def spacy_entity_texts(nlp) -> Callable[[str], list[tuple[str, str]]]:
+    """A question NER function from a loaded spaCy pipeline: (text, label) pairs."""
+    def ents(text: str) -> list[tuple[str, str]]:
+        return [(e.text, e.label_) for e in nlp(text).ents]
+    return ents
+
+
+class BM25:
+    """BM25 over chunk passages from its saved postings (``build.lexical.BM25Arrays``).
+
+    A query costs the postings of its terms only: ``top_k`` tokenises in Python (lower-
+    cased ``\\w+`` runs, looked up in the term list; stop words are not terms) and sums
+    the postings in a compiled kernel that releases the GIL; thread-safe.
+    """
+
+    def __init__(self, arrays) -> None:
+        self.k1, self.b, self.n_docs = arrays.k1, arrays.b, int(arrays.n_docs)
+        self._vocab = {t: j for j, t in enumerate(arrays.terms)}
+        self._csc = (np.asarray(arrays.indptr, np.int64), np.asarray(arrays.indices, np.int64),
+                     np.asarray(arrays.data, np.float64))
+        self._local = threading.local()
+
+    def terms(self, query: str) -> np.ndarray:
+        """Ascending column ids of the distinct known terms of ``query``."""
+        v = self._vocab
+        return np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
+                        dtype=np.int64)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document (float64, length n_docs)."""
+        ptr, idx, data = self._csc
+        out = np.zeros(self.n_docs)
+        for t in self.terms(query):
+            np.add.at(out, idx[ptr[t]:ptr[t + 1]], data[ptr[t]:ptr[t + 1]])
+        return out
+
+    def top_k(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores) of the k best documents with score > 0, best first, ties by id."""
+        if isinstance(k, bool) or int(k) != k:
+            raise ValueError(f"k must be an integer, got {k!r}")
+        k = max(int(k), 0)
+        sc = getattr(self._local, "scratch", None)
+        if sc is None:
+            sc = self._local.scratch = (np.zeros(self.n_docs), np.zeros(self.n_docs, np.uint8))
+        ids, s = np.empty(k, np.int64), np.empty(k)
+        n = bm25_topk(*self._csc, self.terms(query), k, sc[0], sc[1], ids, s) if k else 0
+        return ids[:n], s[:n]

@@ -1,0 +1,80 @@
+"""CODA methods (CodaRAG §3.3-3.4, Table 2 ablations) and ``stitch_consolidated``.
+
+They read the CODA system the explicit build step made (``hyperrag build-methods``,
+:mod:`hyperrag_fast.prebuilt`), bound to the query state by
+:func:`hyperrag_fast.methods.query_state`; :class:`CodaSetup` adds the optional LLM
+entry / elimination steps and the options. docs/architecture.md §7.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..coda.retrieve import CodaOptions, CodaRetriever, InterferenceFilter, KeywordExtractor
+from ..config import QueryOptions
+from .base import MethodOutput, QueryState, missing
+from .stitch import run_stitch
+
+#: engine key of the consolidated-name hypergraph
+CONSOLIDATED = "consolidated"
+
+
+@dataclass(frozen=True)
+class CodaSetup:
+    """Query-side CODA configuration: options (the ablations flip one switch of them) and
+    the optional LLM keyword extractor and interference filter."""
+
+    options: CodaOptions = CodaOptions()
+    keywords: KeywordExtractor | None = None
+    eliminator: InterferenceFilter | None = None
+
+
+@dataclass(eq=False)
+class CodaBinding:
+    retriever: CodaRetriever
+    options: CodaOptions
+
+
+def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
+    """A CODA retriever over a loaded system (no building: the graph is the system's)."""
+    s = setup or CodaSetup()
+    r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
+                      index.chunk_vec)
+    return CodaBinding(r, s.options)
+
+
+def _coda_method(name: str, switch: str | None):
+    def method(state: QueryState, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
+        b = state.coda
+        if b is None:
+            raise missing(name, "coda")
+        opts = b.options if switch is None else replace(b.options, **{switch: False})
+        t0 = time.perf_counter()
+        r = b.retriever.retrieve(q, text, o.stitch.top_k, opts, detail)
+        return MethodOutput(r.chunk_ids, r.scores, r.detail if detail else None, 0.0,
+                            (time.perf_counter() - t0) * 1e3)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"CODA (CodaRAG §3.3-3.4){'' if switch is None else f' without the {switch} step'}."
+    return method
+
+
+def stitch_consolidated(state: QueryState, q: np.ndarray, text: str, o: QueryOptions,
+                        detail: bool) -> MethodOutput:
+    """``stitch`` (Alg. 1 with the same options and query-side signals) with phi = merged
+    entity id (CodaRAG §3.2): only the name groups differ."""
+    return run_stitch(state, q, text, o.stitch, o.hybrid, o, detail, CONSOLIDATED, "stitch_consolidated")
+
+
+METHODS = {f.__name__: f for f in (
+    _coda_method("coda", None), _coda_method("coda_no_semantic", "semantic"),
+    _coda_method("coda_no_contextual", "contextual"), _coda_method("coda_no_functional", "functional"),
+    _coda_method("coda_no_elimination", "elimination"), stitch_consolidated)}
+
+
+def needs(name: str) -> tuple[str, ...]:
+    """Prebuilt structures method ``name`` reads."""
+    if name == "stitch_consolidated":
+        return ("coda", CONSOLIDATED)
+    return ("coda",) if name in METHODS else ()

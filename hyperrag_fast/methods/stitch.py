@@ -1,0 +1,140 @@
+"""STITCH and its variants (STITCH-RAG §3.3 Alg. 1; Tables 2, 3, 8, 9), one function each.
+
+:func:`run_stitch` is the whole query: candidates (dense top-K_V states and top-K_C
+chunks, plus the BM25 chunks and question-name seeds when enabled), then the compiled
+STIBP + projection + PPR of :class:`~hyperrag_fast.engine.StitchEngine`. Every variant
+is ``run_stitch`` with one component changed; ``stitch`` takes the options as given
+(default: ``config.TUNED``), ``stitch_paper`` the paper's (``config.PAPER``).
+docs/architecture.md §4-§5.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..config import PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..lexical import question_groups, spacy_entity_texts
+from .base import OWN, MethodOutput, QueryState, missing
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _ner(state: QueryState):
+    """The question NER function (spaCy, loaded by the first ``seeds="ner"`` query)."""
+    if not state.ner:
+        from ..extract.offline import OfflineExtractor
+        state.ner.append(spacy_entity_texts(OfflineExtractor().nlp))
+    return state.ner[0]
+
+
+def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOptions,
+               hybrid: HybridOptions, o: QueryOptions, detail: bool, key: str = OWN,
+               method: str = "stitch") -> MethodOutput:
+    """Candidates, then Alg. 1 lines 2-31 on the engine ``key`` (the index's own graph or
+    a prebuilt one). No hyperedge candidates E0 are searched: Alg. 1 reads S(e) only for
+    hyperedges of activated or bridged states, which the kernel scores on demand."""
+    if o.stitch.top_k > o.k_chunks:  # C_q grows from the k_chunks candidates: it may hold fewer
+        raise ValueError(f"top_k={o.stitch.top_k} > k_chunks={o.k_chunks}: method {method!r} ranks "
+                         f"only chunks reached from its k_chunks candidates; raise k_chunks "
+                         f"(--k-chunks) to at least top_k")
+    eng = state.engines.get(key)
+    if eng is None:
+        raise missing(method, key)
+    t0 = time.perf_counter()
+    v0, _ = state.node_search[key].search(q, o.k_nodes)
+    c0, _ = state.index.ann["chunk_vec"].search(q, o.k_chunks)
+    bonus = np.zeros(c0.shape[0])
+    if hybrid.k_bm25 > 0 and hybrid.bm25_weight > 0 and state.bm25 is not None:
+        b_ids, b_s = state.bm25.top_k(text, hybrid.k_bm25)
+        if b_ids.size:
+            c0 = np.concatenate([c0, b_ids])
+            bonus = np.concatenate([bonus, hybrid.bm25_weight * b_s / b_s.max()])
+    seeds = np.empty(0, np.int64)
+    if hybrid.seeds != "none":
+        lk = state.lookups[key]
+        groups = question_groups(text, lk, hybrid.seeds, _ner(state) if "ner" in hybrid.seeds else None,
+                                 hybrid.seed_skip_labels, hybrid.ngram_min_words)
+        seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
+    cand_ms = _ms(t0)
+    t0 = time.perf_counter()
+    r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
+                  seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
+    graph_ms = _ms(t0)
+    d = None
+    if detail:
+        d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
+        d.update(cand_nodes=v0, cand_chunks=c0, seed_nodes=seeds, graph=key)
+    return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
+
+
+def stitch(state, q, text, o: QueryOptions, detail):
+    """STITCH with the given (default: dev-tuned) options and signals."""
+    return run_stitch(state, q, text, o.stitch, o.hybrid, o, detail)
+
+
+def stitch_paper(state, q, text, o: QueryOptions, detail):
+    """STITCH-RAG exactly as published (§3.3, Alg. 1): the paper's constants, no signals;
+    only the caller's top_k and budgets are kept."""
+    return run_stitch(state, q, text, StitchOptions.paper(top_k=o.stitch.top_k), PAPER_HYBRID,
+                      o, detail, method="stitch_paper")
+
+
+def _switch(name: str, doc: str, **changes):
+    def method(state, q, text, o: QueryOptions, detail):
+        return run_stitch(state, q, text, o.stitch.replace(**changes), o.hybrid, o, detail, method=name)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
+    return method
+
+
+no_stibp = _switch("no_stibp", "w/o STIBP (Table 3): activation only, no spatial or temporal bridging.",
+                   spatial=False, temporal=False)
+no_ppr = _switch("no_ppr", "w/o PPR (Table 3): rank by the prior.", ppr="none")
+no_spatial = _switch("no_spatial", "w/o spatial channel (Table 3).", spatial=False)
+no_temporal = _switch("no_temporal", "w/o temporal channel (Table 3).", temporal=False)
+binary_prior = _switch("binary_prior", "binary-only prior (Table 3): I(c) = 1[Score(c) > 0].",
+                       prior="binary")
+decay_tanh = _switch("decay_tanh", "decay exp(-tanh(a dt)) (Table 9).", decay="tanh")
+decay_exp = _switch("decay_exp", "decay exp(-a dt) (Table 9).", decay="exp")
+decay_sigmoid = _switch("decay_sigmoid", "sigmoid decay (Table 9).", decay="sigmoid")
+
+
+def _merge(m: str, doc: str):
+    def method(state, q, text, o: QueryOptions, detail):
+        key = OWN if m == state.index.merge else f"merge_{m}"
+        return run_stitch(state, q, text, o.stitch, o.hybrid, o, detail, key, f"merge_{m}")
+    method.__name__ = method.__qualname__ = f"merge_{m}"
+    method.__doc__ = doc
+    return method
+
+
+merge_semi = _merge("semi", "semi-merge hypergraph (Table 8; = stitch on a semi-merged index).")
+merge_full = _merge("full", "full-merge hypergraph (Table 8): one node per name (prebuilt).")
+merge_none = _merge("none", "no-merge hypergraph (Table 8): no name links (prebuilt).")
+
+
+def binary_ppr(state, q, text, o: QueryOptions, detail):
+    """LinearRAG/HippoRAG-style binary-seed PPR: states matched by the query (name match,
+    or dense sim > delta) seeded with 1, others 0; same chunk graph, PPR d = 0.85
+    (STITCH-RAG §2, Table 2)."""
+    h = o.hybrid
+    s = StitchOptions.paper(top_k=o.stitch.top_k, spatial=False, temporal=False, prior="binary")
+    hy = HybridOptions(seeds=h.seeds if h.seeds != "none" else "ngram", seed_max_group=h.seed_max_group,
+                       ngram_min_words=h.ngram_min_words, seed_skip_labels=h.seed_skip_labels)
+    return run_stitch(state, q, text, s, hy, o, detail, method="binary_ppr")
+
+
+#: name -> method, in the order of the quality table
+METHODS = {f.__name__: f for f in (
+    stitch, stitch_paper, no_stibp, no_ppr, no_spatial, no_temporal, binary_prior,
+    merge_semi, merge_full, merge_none, decay_tanh, decay_exp, decay_sigmoid, binary_ppr)}
+
+
+def needs(name: str, index_merge: str) -> tuple[str, ...]:
+    """Prebuilt structures method ``name`` reads on an index built with ``index_merge``."""
+    if name.startswith("merge_") and name[len("merge_"):] != index_merge:
+        return (name,)
+    return ()

@@ -1,0 +1,21 @@
+"""Memory maps that do not pile up in the resident set (a leaf module)."""
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+
+def release(a: np.ndarray | None) -> None:
+    """Drop the resident pages of the memory map behind ``a`` (they are clean: the kernel
+    re-reads them on the next access), so scanning a large matrix a block at a time does
+    not leave all of it in the process's resident set."""
+    while a is not None:
+        mm = getattr(a, "_mmap", None)
+        if mm is not None:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED)
+            except (AttributeError, OSError, ValueError):
+                pass
+            return
+        a = getattr(a, "base", None)

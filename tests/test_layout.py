@@ -1,0 +1,147 @@
+"""The package layout: checkout = install (one kernels folder), no import cycle, no import
+side effects in the registry, one configuration the CLI and the API share, a query route
+of at most five modules before the kernels (docs/architecture.md §1)."""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "hyperrag_fast"
+
+
+def test_checkout_and_install_resolve_the_same_kernels():
+    import hyperrag_fast.kernels as k
+    want = os.path.realpath(ROOT / "kernels" / "__init__.py")
+    assert os.path.realpath(k.__file__) == want
+    # from the repository root (the source tree first on sys.path) ...
+    code = "import os, hyperrag_fast.kernels.query as q; print(os.path.realpath(q.__file__))"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == os.path.realpath(ROOT / "kernels" / "query.py")
+    # ... and the install rule maps the same folder (pyproject package-dir)
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '"hyperrag_fast.kernels" = "kernels"' in text
+    assert (PKG / "kernels").is_symlink() and os.readlink(PKG / "kernels") == "../kernels"
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Package modules ``module`` imports (any depth of the file, relative or absolute)."""
+    out = set()
+    pkg = module.split(".")
+    if path.name != "__init__.py":
+        pkg = pkg[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = pkg[:len(pkg) - node.level + 1] if node.level else []
+            name = ".".join(base + ([node.module] if node.module else []))
+            if node.level == 0:
+                name = node.module or ""
+            for a in node.names:
+                out.add(f"{name}.{a.name}")
+                out.add(name)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m.startswith("hyperrag_fast")}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        if "kernels" in p.relative_to(PKG).parts[:1]:
+            continue
+        rel = p.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = p
+    return mods
+
+
+def test_no_import_cycle_in_the_package():
+    mods = _modules()
+    graph = {m: {i for i in _imports(p, m) if i in mods and i != m} for m, p in mods.items()}
+    # a package's __init__ importing its own submodules is a tree, not a cycle
+    for m in graph:
+        graph[m] = {i for i in graph[m] if not i.startswith(m + ".")}
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        state[m] = 1
+        for n in graph[m]:
+            if state.get(n) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack + [m, n]))
+            if n not in state:
+                visit(n, stack + [m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_methods_never_import_the_query_layer_and_build_never_imports_query():
+    mods = _modules()
+    for m, p in mods.items():
+        imp = _imports(p, m)
+        if m.startswith("hyperrag_fast.methods"):
+            assert not any(i.startswith("hyperrag_fast.retriever") for i in imp), m
+    for m in ("hyperrag_fast.prebuilt", "hyperrag_fast.coda.system", "hyperrag_fast.hypergraph"):
+        imp = _imports(mods[m], m)
+        assert not any(i.startswith(q) for i in imp for q in
+                       ("hyperrag_fast.retriever", "hyperrag_fast.methods", "hyperrag_fast.engine")), m
+
+
+def test_registry_import_has_no_side_effects():
+    code = ("import sys; import hyperrag_fast.methods as M; "
+            "print(sorted(M.METHODS) == sorted({**M.baselines.METHODS, **M.stitch.METHODS, **M.coda.METHODS}), "
+            "'hyperrag_fast.retriever' in sys.modules, 'spacy' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["True", "False", "False"]
+
+
+def test_cli_defaults_are_the_api_defaults():
+    from hyperrag_fast.cli import build_parser, query_options
+    from hyperrag_fast.config import PAPER, TUNED, QueryOptions
+    a = build_parser().parse_args(["query", "some_index", "a question"])
+    assert query_options(a) == QueryOptions() == TUNED
+    ask = build_parser().parse_args(["ask", "some_index", "a question"])
+    assert (ask.method, ask.top_k) == (TUNED.method, TUNED.top_k)
+    assert PAPER.method == "stitch_paper" and PAPER != TUNED
+
+
+def test_query_route_crosses_at_most_five_modules(tmp_path):
+    """Every package function run by one ``Retriever.retrieve`` (default method, after
+    warm-up), outside the embedder and the compiled kernels, lies in five modules."""
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.retriever import Retriever
+
+    emb = HashingEmbedder(dim=32)
+    docs = [{"doc_id": "a", "title": "Ada Lovelace", "text": "Ada Lovelace was born in London. Her father was Lord Byron."},
+            {"doc_id": "b", "title": "Lord Byron", "text": "Lord Byron died in Missolonghi in Greece."}]
+    r = Retriever(HyperIndex.build(docs, RegexExtractor(), emb, progress=False), emb)
+    r.warmup()
+    r.retrieve("Where did Ada Lovelace's father die?")
+    seen = set()
+
+    def prof(frame, event, arg):
+        if event == "call":
+            seen.add(frame.f_code.co_filename)
+
+    sys.setprofile(prof)
+    try:
+        r.retrieve("Where did Ada Lovelace's father die?")
+    finally:
+        sys.setprofile(None)
+    mods = {os.path.relpath(os.path.realpath(f), ROOT) for f in seen
+            if os.path.isfile(f) and os.path.realpath(f).startswith(str(ROOT) + os.sep)}
+    route = {m for m in mods if not m.startswith(("kernels" + os.sep, "hyperrag_fast/embed/"))}
+    assert route <= {"hyperrag_fast/retriever.py", "hyperrag_fast/methods/stitch.py",
+                     "hyperrag_fast/ann.py", "hyperrag_fast/lexical.py", "hyperrag_fast/engine.py"}, route
