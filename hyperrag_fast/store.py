@@ -32,8 +32,10 @@ import re
 import shutil
 import signal
 import sqlite3
+import threading
 import uuid
 from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -465,19 +467,65 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     return s
 
 
+class LazyRows(Sequence):
+    """A read-only list whose rows are read from the index's ``texts.sqlite`` on first use
+    (what a query never reads: extractions, state names and descriptions, topic texts).
+    The connection is opened at load, so a later writer removing this generation's files
+    does not take the rows away."""
+
+    def __init__(self, con: sqlite3.Connection, sql: str, n: int,
+                 convert: Callable[[Any], Any]) -> None:
+        self._con, self._sql, self._n, self._convert = con, sql, n, convert
+        self._rows: list | None = None
+        self._lock = threading.Lock()
+
+    def _all(self) -> list:
+        if self._rows is None:
+            with self._lock:
+                if self._rows is None:
+                    try:
+                        rows = [self._convert(r) for r in self._con.execute(self._sql)]
+                    except (sqlite3.Error, KeyError, ValueError) as e:
+                        raise IndexCorruptedError(f"{TEXTS}: unreadable ({e})") from None
+                    if len(rows) != self._n:
+                        raise IndexCorruptedError(f"{TEXTS}: {len(rows)} rows, expected {self._n}")
+                    self._rows = rows
+        return self._rows
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+    def __add__(self, other):
+        return list(self) + list(other)
+
+    def __repr__(self) -> str:
+        return f"LazyRows({self._n} rows{'' if self._rows is None else ', loaded'})"
+
+
 def _read_sqlite(path: Path):
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        rows = con.execute('SELECT chunk_id, doc_id, title, text, start, "end", metadata, '
-                           'extraction FROM chunks ORDER BY idx').fetchall()
-        chunks = [Chunk(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
-        extractions = [extraction_from_json(r[7]) for r in rows]
-        nodes = con.execute("SELECT name, description FROM nodes ORDER BY idx").fetchall()
-        edges = [r[0] for r in con.execute("SELECT text FROM edges ORDER BY idx")]
-        groups = [r[0] for r in con.execute("SELECT key FROM groups ORDER BY idx")]
-    finally:
-        con.close()
-    return chunks, extractions, [n for n, _ in nodes], [d for _, d in nodes], edges, groups
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    rows = con.execute('SELECT chunk_id, doc_id, title, text, start, "end", metadata '
+                       'FROM chunks ORDER BY idx').fetchall()
+    chunks = [Chunk(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    n_nodes = con.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+    n_edges = con.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+    groups = [r[0] for r in con.execute("SELECT key FROM groups ORDER BY idx")]
+    first = lambda r: r[0]  # noqa: E731
+    extractions = LazyRows(con, "SELECT extraction FROM chunks ORDER BY idx", len(chunks),
+                           lambda r: extraction_from_json(r[0]))
+    names = LazyRows(con, "SELECT name FROM nodes ORDER BY idx", n_nodes, first)
+    descs = LazyRows(con, "SELECT description FROM nodes ORDER BY idx", n_nodes, first)
+    edges = LazyRows(con, "SELECT text FROM edges ORDER BY idx", n_edges, first)
+    return chunks, extractions, names, descs, edges, groups
 
 
 def _check_counts(root: Path, s: StoredIndex) -> None:

@@ -142,3 +142,23 @@ def test_prebuilt_structures_of_an_earlier_generation_count_as_absent(tmp_path):
     assert not load_prebuilt(tmp_path / "ix").has("merge_full")
     build_prebuilt(ix, ["merge_full"]).save(tmp_path / "ix")
     assert load_prebuilt(tmp_path / "ix").has("merge_full")
+
+
+def test_query_process_does_not_import_scikit_learn_or_fit_bm25(tmp_path):
+    import subprocess
+    import sys
+    ix = HyperIndex.build(A + B + C, RegexExtractor(), HashingEmbedder(), progress=False)
+    ix.save(tmp_path / "ix")
+    code = (
+        "import sys\n"
+        "from hyperrag_fast.embed.hashing import HashingEmbedder\n"
+        "from hyperrag_fast.index import HyperIndex\n"
+        "from hyperrag_fast.retriever import Retriever\n"
+        f"ix = HyperIndex.load({str(tmp_path / 'ix')!r}, HashingEmbedder())\n"
+        "r = Retriever(ix)\n"
+        "print([c.doc_id for c in r.retrieve('Who designed the Analytical Engine?').chunks][:1])\n"
+        "assert 'sklearn' not in sys.modules, 'scikit-learn imported on the query path'\n"
+        "assert ix.extractions._rows is None, 'extractions parsed at load'\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "babbage" in out.stdout or "engine" in out.stdout

@@ -1,0 +1,86 @@
+"""A cold process answering one question: ``hyperrag query INDEX "..."`` as a user runs it.
+
+    python benchmarks/bench_cold_start.py --index indexes/2wiki
+
+Five runs (after one that fills Numba's on-disk cache, as any second process finds it),
+each a fresh ``hyperrag query`` process with the default verified load; CPU seconds (user
++ system) and peak RSS of the whole process come from ``os.wait4``. ``load_ms``: in this
+process, after the imports, ``HyperIndex.load(INDEX, embedder)`` (verified), median of 5.
+Writes ``results/cold_start.json`` (medians).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    from . import _common as C
+except ImportError:
+    import _common as C
+
+QUESTION = "Where was the director of the film The Last Voyage born?"
+
+
+def _hyperrag() -> list[str]:
+    exe = Path(sys.executable).with_name("hyperrag")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "hyperrag_fast.cli"]
+
+
+def cli_run(index: str, extra: list[str]) -> dict:
+    with tempfile.TemporaryFile() as out:
+        t = time.perf_counter()
+        p = subprocess.Popen(_hyperrag() + ["query", index, QUESTION, "--json", *extra],
+                             stdout=out, stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        err = p.stderr.read().decode()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"hyperrag query failed: {err[-1000:]}")
+        out.seek(0)
+        res = json.loads(out.read())
+    return {"cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024,
+            "wall_s": wall, "timings": res["timings"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--index", required=True)
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    cli_run(a.index, [])  # fills the Numba cache if this checkout never ran the query
+    runs = [cli_run(a.index, []) for _ in range(a.repeats)]
+    unverified = [cli_run(a.index, ["--no-verify"]) for _ in range(a.repeats)]
+
+    from hyperrag_fast.cli import embedder_for
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.store import read_manifest
+    emb = embedder_for(read_manifest(a.index))
+    loads = []
+    for _ in range(a.repeats):
+        t = time.perf_counter()
+        HyperIndex.load(a.index, embedder=emb)
+        loads.append((time.perf_counter() - t) * 1e3)
+    med = lambda xs: float(np.median(xs))  # noqa: E731
+    C.write_result("cold_start.json", {
+        "index": a.index, "question": QUESTION,
+        "cli_query_cpu_s": med([r["cpu_s"] for r in runs]),
+        "cli_query_peak_rss_mb": med([r["peak_rss_mb"] for r in runs]),
+        "cli_query_wall_s": med([r["wall_s"] for r in runs]),
+        "load_ms": med(loads),
+        "no_verify": {"cli_query_cpu_s": med([r["cpu_s"] for r in unverified]),
+                      "cli_query_peak_rss_mb": med([r["peak_rss_mb"] for r in unverified])},
+        "runs": runs, "load_ms_all": loads,
+        "targets": {"cli_query_cpu_s": 1.0, "cli_query_peak_rss_mb": 400, "load_ms": 100},
+    })
+
+
+if __name__ == "__main__":
+    main()
