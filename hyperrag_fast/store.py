@@ -7,11 +7,16 @@ Layout of an index directory ``<index>/``::
     gen-<seq>-<rand>/    one immutable generation per save:
       manifest.json        format version, embedder/extractor names, merge, counts,
                            ANN settings, sha256 of every other file
-      arrays/<name>.npy    hypergraph int arrays (ARRAY_FIELDS), mmap-able
+      arrays/<name>.npy    hypergraph int arrays (ARRAY_FIELDS), mmap-able, and what a query
+                           needs derived at build time: BM25 postings (bm25_indptr/indices/
+                           data) and each HNSW kind's distinct rows (<kind>_rep/_dup_ptr/
+                           _dup_ids)
       vectors/<kind>.npy   node_vec / edge_vec / chunk_vec, float32, mmap-able
       ann/<kind>.usearch   usearch HNSW files (only for kinds above the exact threshold)
+      lexical.json         BM25 term list (column order), k1, b
       texts.sqlite         chunks (ids, doc ids, titles, spans, metadata, extraction JSON),
-                           node names/descriptions, edge texts, group keys
+                           node names/descriptions, edge texts, group keys; a load reads
+                           the chunks and group keys, the rest on first use (LazyRows)
 
 Writers (``save``, and the read-modify-write of ``hyperrag index/add/delete``) hold the
 lock; a second writer waits up to its timeout, then gets :class:`IndexLockedError`.
