@@ -20,7 +20,7 @@ import numpy as np
 
 from .config import MERGES
 from .kernels.build import build_arrays
-from .normalize import normalize_name
+from .build.flat import segment_states
 from .records import Extraction
 
 
@@ -161,33 +161,24 @@ def build_hypergraph(
         return v
 
     for c, ex in enumerate(extractions):
-        for seg in ex.segments:
+        for topic, states in segment_states(ex, group_of):
             e = len(edge_chunk)
             edge_chunk.append(c)
-            edge_text.append(seg.topic)
-            local: dict[str, int] = {}  # group key -> state of this segment
-            for name, desc in seg.entities:
-                key = normalize_name(name)
-                if not key:
-                    continue
-                gkey = group_of(key) if group_of is not None else key
-                v = local.get(gkey)
-                if v is None:
-                    if merge == "full":
-                        v = full_nodes.get(gkey)
-                        if v is None:
-                            v = full_nodes[gkey] = new_node(c, gkey, gkey, name)
-                        elif node_last[v] != c:
-                            nc_node.append(v)
-                            nc_chunk.append(c)
-                            node_last[v] = c
-                    else:
-                        v = new_node(c, (c, gkey) if merge == "none" else gkey, gkey, name)
-                    local[gkey] = v
-                    inc_edge.append(e)
-                    inc_node.append(v)
-                if desc and desc not in node_descs[v]:
-                    node_descs[v].append(desc)
+            edge_text.append(topic)
+            for gkey, name, descs in states:
+                if merge == "full":
+                    v = full_nodes.get(gkey)
+                    if v is None:
+                        v = full_nodes[gkey] = new_node(c, gkey, gkey, name)
+                    elif node_last[v] != c:
+                        nc_node.append(v)
+                        nc_chunk.append(c)
+                        node_last[v] = c
+                else:
+                    v = new_node(c, (c, gkey) if merge == "none" else gkey, gkey, name)
+                inc_edge.append(e)
+                inc_node.append(v)
+                node_descs[v].extend(d for d in descs if d not in node_descs[v])
     return hypergraph_from_flat(
         merge, len(extractions), len(group_key), node_chunk, node_group, nc_node, nc_chunk,
         edge_chunk, inc_edge, inc_node,
