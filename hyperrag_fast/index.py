@@ -2,10 +2,13 @@
 
 An index is the chunks in preprocessing order, one stored extraction per chunk, the
 hypergraph arrays built from those extractions, one embedding per node description,
-topic sentence and chunk passage, and one :class:`~hyperrag_fast.ann.VectorIndex` per
-kind. ``add``/``delete`` never re-extract or re-embed a stored text: the hypergraph is
-rebuilt from the stored extractions (linear) and vectors are looked up by text, so
-``build(A + B)`` and ``build(A).add(B)`` give identical arrays and vectors.
+topic sentence and chunk passage (memory-mapped files), one
+:class:`~hyperrag_fast.ann.VectorIndex` per kind and the BM25 postings. Building streams
+partitions through :mod:`hyperrag_fast.build` (docs/architecture.md §10). ``add`` appends
+the new documents' partitions to the loaded arrays and vectors (read through their memory
+maps) and inserts only new rows into the HNSW graphs; ``delete`` reassembles the kept
+extractions. Neither re-extracts nor re-embeds a stored text, so ``build(A + B)`` and
+``build(A).add(B)`` give identical arrays and vectors.
 """
 from __future__ import annotations
 
