@@ -4,6 +4,7 @@
     python benchmarks/bench_index_build.py --corpus synthetic_10k --corpus synthetic_30k \\
         --corpus synthetic_100k --add 30000                              # scaling + add
     python benchmarks/bench_index_build.py --workers-check 1500            # Dask 1 vs 2
+    python benchmarks/bench_index_build.py --embed-ab 2000   # embed stage vs one call, same texts
 
 Each corpus is written as JSONL and indexed by ``hyperrag index SRC OUT --json --quiet``
 in a child process; its wall time and peak RSS come from ``os.wait4`` (the whole
@@ -143,6 +144,46 @@ def profile_corpus(name: str, raw_fraction: float, keep: Path | None) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def embed_ab(n_docs: int, partition_docs: int, repeats: int = 3) -> dict:
+    """The embed stage's own cost of partitioning, isolated from machine load: the same
+    texts (states' sentences, topics, passages of the first n 2Wiki passages, from the
+    offline extractor) embedded as the build does (one ``embed`` call per partition's new
+    texts) and in one call, alternated in one process; medians of ``repeats``."""
+    from hyperrag_fast.build.flat import partition_texts
+    from hyperrag_fast.build.partition import chunk_partition, embed_checked, extract_chunks
+    from hyperrag_fast.chunking import load_documents
+    from hyperrag_fast.embed.onnx_minilm import OnnxMiniLM
+    from hyperrag_fast.extract.offline import OfflineExtractor
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+    try:
+        src, _ = corpus_file("2wiki", tmp)
+        docs = load_documents(src).documents[:n_docs]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ex, emb, seen, parts = OfflineExtractor(), OnnxMiniLM(), set(), []
+    for b in range(0, len(docs), partition_docs):
+        chunks = chunk_partition(docs[b:b + partition_docs], 256, 0)
+        new = [t for t in partition_texts(chunks, extract_chunks(ex, chunks)) if t not in seen]
+        seen.update(new)
+        parts.append(new)
+    texts = [t for p in parts for t in p]
+    emb.embed(texts[:64])
+    one, per = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        embed_checked(emb, texts)
+        one.append(len(texts) / (time.perf_counter() - t))
+        t = time.perf_counter()
+        for p in parts:
+            embed_checked(emb, p)
+        per.append(len(texts) / (time.perf_counter() - t))
+    return {"passages": len(docs), "partition_docs": partition_docs, "texts": len(texts),
+            "one_call_texts_per_s": float(np.median(one)),
+            "per_partition_texts_per_s": float(np.median(per)),
+            "per_partition_over_one_call": float(np.median(per) / np.median(one)),
+            "all_one_call": one, "all_per_partition": per}
+
+
 def add_check(n: int, built: Path | None, full_wall: float | None) -> dict:
     """``hyperrag add`` of the next 1 % to the n-passage synthetic index (the one the
     scaling run just built, else a fresh build), as a fraction of that full build."""
@@ -210,6 +251,8 @@ def main() -> None:
     ap.add_argument("--workers-check", type=int, default=0,
                     help="2Wiki passages for the Dask 1-vs-2-workers check")
     ap.add_argument("--keep", default=None, help="move built indexes here")
+    ap.add_argument("--embed-ab", type=int, default=0,
+                    help="2Wiki passages for the partitioned-vs-one-call embed comparison")
     a = ap.parse_args()
     res = json.loads(OUT.read_text()) if OUT.exists() else {}
     res.setdefault("corpora", {})
@@ -226,6 +269,8 @@ def main() -> None:
         full = res["corpora"].get(name, {}).get("wall_s") if name in a.corpus else None
         res["add"] = {**add_check(a.add, keep / name, full), "run": stamp}
         res["add_1pct_over_full"] = res["add"]["add_over_full"]
+    if a.embed_ab:
+        res["embed_ab"] = {**embed_ab(a.embed_ab, 512), "run": stamp}
     if a.workers_check:
         res["workers"] = {**workers_check(a.workers_check), "run": stamp}
     res["growth_exponent"] = growth(res["corpora"]).get("wall")
