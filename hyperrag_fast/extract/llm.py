@@ -18,7 +18,6 @@ the prompt changes.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -26,7 +25,8 @@ from collections import Counter
 from typing import Any, Sequence
 
 from ..kvcache import KVCache, cache_key
-from ..llm.client import ChatClient, LLMError, run_bounded
+from ..llm.client import ChatClient, run_bounded
+from ..llm.json_call import cached_json_call
 from ..llm.json_repair import repair_json
 from ..records import Chunk, Extraction, Segment
 from .base import Progress
@@ -196,34 +196,16 @@ class LLMExtractor:
         if not text.strip():
             self._count(Counter(empty_chunks=1))
             return Extraction(())
-        cached = cache.get(key)
-        raws: list[str] = json.loads(cached)["raw"] if cached else []
-        if cached:
-            self._count(Counter(cache_hits=1))
-        if self.retry_failures and len(raws) > self.reasks:
-            raws = []
-        messages = build_messages(text)
-        reason = ""
-        for attempt in range(self.reasks + 1):
-            if attempt >= len(raws):
-                try:
-                    res = self.client.complete(messages, **self.request_params)
-                except LLMError as e:
-                    return Extraction((), error=f"LLM call failed: {e}")
-                self._count(Counter(calls=1))
-                raws = raws[:attempt] + [res.text]
-                cache.put(key, json.dumps({"raw": raws}).encode("utf-8"))
-            try:
-                segments, counts = parse_segments(raws[attempt])
-            except ValueError as e:
-                reason = str(e)
-                messages = messages + [
-                    {"role": "assistant", "content": raws[attempt]},
-                    {"role": "user", "content": CORRECTION.format(reason=reason)}]
-                continue
-            self._count(counts)
-            return Extraction(segments)
-        return Extraction((), error=f"unusable output after {self.reasks + 1} attempts: {reason}")
+        got, why = cached_json_call(
+            self.client, cache, key, build_messages(text), parse_segments, reasks=self.reasks,
+            request_params=self.request_params, correction=CORRECTION, errors=(ValueError,),
+            count=lambda name: self._count(Counter({name: 1})),
+            retry_failures=self.retry_failures)
+        if got is None:
+            return Extraction((), error=why)
+        segments, counts = got
+        self._count(counts)
+        return Extraction(segments)
 
     def _count(self, counts: Counter) -> None:
         with self._lock:
