@@ -439,13 +439,18 @@ def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) 
 
 def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     manifest = _read_manifest_at(root)
-    for rel, digest in manifest["files"].items():
-        p = root / rel
-        if not p.is_file():
-            raise IndexCorruptedError(f"{p}: listed in the manifest but missing")
-        if verify and _sha256(p) != digest:
-            raise IndexCorruptedError(f"{p}: sha256 does not match the manifest; "
-                                      f"the file is corrupted, rebuild or restore the index")
+    for rel in manifest["files"]:
+        if not (root / rel).is_file():
+            raise IndexCorruptedError(f"{root / rel}: listed in the manifest but missing")
+    if verify:  # hashlib releases the GIL: files are hashed on every core
+        from concurrent.futures import ThreadPoolExecutor
+        rels = sorted(manifest["files"], key=lambda r: -(root / r).stat().st_size)
+        with ThreadPoolExecutor(max(1, min(len(rels), os.cpu_count() or 1))) as pool:
+            for rel, got in zip(rels, pool.map(lambda r: _sha256(root / r), rels)):
+                if got != manifest["files"][rel]:
+                    raise IndexCorruptedError(
+                        f"{root / rel}: sha256 does not match the manifest; the file is "
+                        f"corrupted, rebuild or restore the index")
     mode = "r" if mmap else None
 
     def npy(rel: str) -> np.ndarray:
