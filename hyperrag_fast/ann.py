@@ -98,8 +98,10 @@ class VectorIndex:
         params = params or self.params
         v = np.asarray(vectors)
         n_old = self.n
+        probe = self._rep[np.linspace(0, self._rep.shape[0] - 1, 64).astype(np.int64)] \
+            if self._rep is not None and self._rep.shape[0] else np.zeros(0, np.int64)
         if (self.hnsw is None or not params.use_usearch(v.shape[0]) or v.shape[0] < n_old
-                or not np.array_equal(v[:n_old][self._rep], self.vectors[self._rep])):
+                or not np.array_equal(v[probe], self.vectors[probe])):  # the same rows in front
             return VectorIndex(vectors, params)
         from .build.distinct import distinct_rows
         d = distinct_rows(v)
