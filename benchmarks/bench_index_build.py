@@ -4,7 +4,7 @@
     python benchmarks/bench_index_build.py --corpus synthetic_10k --corpus synthetic_30k \\
         --corpus synthetic_100k --add 30000                              # scaling + add
     python benchmarks/bench_index_build.py --workers-check 1500            # Dask 1 vs 2
-    python benchmarks/bench_index_build.py --embed-ab 2000   # embed stage vs one call, same texts
+    python benchmarks/bench_index_build.py --embed-ab 600    # embed stage vs one call, same texts
 
 Each corpus is written as JSONL and indexed by ``hyperrag index SRC OUT --json --quiet``
 in a child process; its wall time and peak RSS come from ``os.wait4`` (the whole
