@@ -117,8 +117,9 @@ def _build_options(a):
 
 
 def _workdir(index: str) -> Path:
-    """Build scratch files go beside the index, so saving hard-links them."""
-    return Path(index).absolute().parent
+    """Build scratch files go inside the index folder (the writer holds its lock), so saving
+    hard-links them and the next writer removes what a killed build left."""
+    return Path(index).absolute()
 
 
 def _documents(a):
@@ -161,13 +162,24 @@ def cmd_index(a) -> dict[str, Any]:
             ix.save(a.index)
     except BaseException:
         if created:  # a failed first build leaves no folder holding only the lock file
-            lock = Path(a.index) / ".lock"
-            if Path(a.index).is_dir() and {p.name for p in Path(a.index).iterdir()} <= {".lock"}:
-                lock.unlink(missing_ok=True)
-                Path(a.index).rmdir()
+            _remove_failed_first_build(Path(a.index))
         raise
     return {"index": a.index, "report": _report(ix.report, docs.warnings),
             "counts": ix.manifest()["counts"]}
+
+
+def _remove_failed_first_build(root: Path) -> None:
+    import os
+    import shutil
+    from .store import SCRATCH_PREFIX
+    if not root.is_dir():
+        return
+    for p in root.iterdir():  # this process's build scratch
+        if p.name.startswith(f"{SCRATCH_PREFIX}{os.getpid()}-"):
+            shutil.rmtree(p, ignore_errors=True)
+    if {p.name for p in root.iterdir()} <= {".lock"}:
+        (root / ".lock").unlink(missing_ok=True)
+        root.rmdir()
 
 
 def cmd_add(a) -> dict[str, Any]:

@@ -39,8 +39,8 @@ from .embed.cache import CachedEmbedder
 from .extract.base import Extractor
 from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
 from .records import Chunk, Extraction
-from .store import (IndexCorruptedError, IndexMismatchError, StoredIndex, load_index,
-                    read_generation, save_index)
+from .store import (SCRATCH_PREFIX, IndexCorruptedError, IndexMismatchError, StoredIndex,
+                    load_index, read_generation, save_index)
 
 KINDS = ("node_vec", "edge_vec", "chunk_vec")
 
@@ -73,12 +73,14 @@ class BuildReport:
 
 
 class _Scratch:
-    """A build's working directory (vector table, kind matrices), removed with its index."""
+    """A build's working directory (vector table, kind matrices), removed with its index;
+    named with the builder's process id, so the next writer of an index can remove the
+    scratch folder a killed build left inside it (``store``)."""
 
     def __init__(self, parent: str | os.PathLike | None) -> None:
         if parent is not None:
             Path(parent).mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=".hyperrag-build-", dir=parent))
+        self.path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
         self._done = weakref.finalize(self, shutil.rmtree, self.path, True)
 
 

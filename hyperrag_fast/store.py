@@ -58,6 +58,7 @@ from .validate import check_structure
 FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 TEXTS = "texts.sqlite"
+SCRATCH_PREFIX = ".hyperrag-build-"  # + pid: a build's scratch folder (index.py)
 LEXICAL = "lexical.json"  # BM25 term list and parameters (postings: arrays/bm25_*.npy)
 CURRENT = "CURRENT"
 LOCK = ".lock"
@@ -183,7 +184,7 @@ def _write_sqlite(path: Path, s: StoredIndex) -> None:
 # ------------------------------------------------------------------- writer lock
 def _check_replaceable(root: Path) -> None:
     """FileExistsError unless ``root`` is absent, an index (any format), or holds only
-    what a writer of this module leaves (lock, generations, pointer temp files)."""
+    what a writer leaves (lock, generations, pointer temp files, build scratch folders)."""
     if not root.exists():
         return
     if not root.is_dir():
@@ -193,7 +194,7 @@ def _check_replaceable(root: Path) -> None:
     if CURRENT in names or MANIFEST in names:
         return
     foreign = [n for n in names if n != LOCK and not _GEN.match(n)
-               and not n.startswith(_POINTER_TMP)]
+               and not n.startswith((_POINTER_TMP, SCRATCH_PREFIX))]
     if foreign:
         raise FileExistsError(f"{root} exists and is not an index directory (it holds "
                               f"{sorted(foreign)[:3]}); refusing to replace it")
@@ -266,6 +267,23 @@ def _rmtree_generation(d: Path) -> None:
     shutil.rmtree(d, ignore_errors=True)
 
 
+def _alive(scratch_name: str) -> bool:
+    """Whether the process that named a build scratch folder is this one or still runs."""
+    try:
+        pid = int(scratch_name[len(SCRATCH_PREFIX):].split("-", 1)[0])
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _remove_leftovers(root: Path, keep: set[str]) -> None:
     """Under the lock: remove generations not in ``keep``, pointer temp files, the root
     files of a format <= 3 index once CURRENT exists, and the ``.<name>.tmp-*`` /
@@ -278,6 +296,8 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
             p.unlink(missing_ok=True)
         elif n in _LEGACY and (root / CURRENT).is_file():
             shutil.rmtree(p) if p.is_dir() else p.unlink()
+        elif n.startswith(SCRATCH_PREFIX) and p.is_dir() and not _alive(n):
+            shutil.rmtree(p, ignore_errors=True)  # a killed build's scratch folder
     aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
     for p in root.parent.iterdir():
         if aside.match(p.name) and p.is_dir():

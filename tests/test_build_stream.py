@@ -162,3 +162,34 @@ def test_query_process_does_not_import_scikit_learn_or_fit_bm25(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "babbage" in out.stdout or "engine" in out.stdout
+
+
+def test_scratch_of_a_killed_build_is_removed_by_the_next_writer(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from hyperrag_fast.store import SCRATCH_PREFIX
+    ix = HyperIndex.build(A, RegexExtractor(), HashingEmbedder(), progress=False)
+    ix.save(tmp_path / "ix")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a process id that no longer runs
+    left = tmp_path / "ix" / f"{SCRATCH_PREFIX}{dead.pid}-abcd"
+    mine = tmp_path / "ix" / f"{SCRATCH_PREFIX}{os.getpid()}-abcd"
+    left.mkdir()
+    mine.mkdir()
+    ix.save(tmp_path / "ix")
+    assert not left.exists() and mine.exists()
+
+
+def test_cli_build_scratch_lives_in_the_index_and_is_gone_after(tmp_path):
+    import json
+    from hyperrag_fast.cli import main
+    from hyperrag_fast.store import SCRATCH_PREFIX
+    src = tmp_path / "docs.jsonl"
+    src.write_text("\n".join(json.dumps(d) for d in A + B))
+    assert main(["index", str(src), str(tmp_path / "ix"), "--extractor", "regex",
+                 "--embedder", "hashing", "--quiet"]) == 0
+    import gc
+    gc.collect()
+    assert not [p for p in (tmp_path / "ix").iterdir() if p.name.startswith(SCRATCH_PREFIX)]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(SCRATCH_PREFIX)]
