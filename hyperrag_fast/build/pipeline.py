@@ -14,9 +14,8 @@ import queue
 import sys
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -292,7 +291,3 @@ def _partition_results(parts, extractor, embedder, max_tokens, overlap, options,
 
 def extraction_errors(chunks: Sequence[Chunk], exts: Sequence[Extraction]) -> list[tuple[str, str]]:
     return [(c.chunk_id, e.error) for c, e in zip(chunks, exts) if e.error is not None]
-
-
-def error_counts(errors: Iterable[tuple[str, str]]) -> dict[str, int]:
-    return dict(Counter(r for _, r in errors).most_common())
