@@ -341,8 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--concurrency", type=int, default=8, help="LLM requests in flight")
     llm.add_argument("--retry-failures", action="store_true",
                      help="re-ask chunks whose cached LLM answers were unusable")
-    comp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
-                      help="minilm: int8 ONNX all-MiniLM-L6-v2; hashing: tests only")
+    from .config import DEFAULT_EMBEDDER
+    from .embed.registry import INDEX_KINDS
+    comp.add_argument("--embedder", choices=INDEX_KINDS, default=DEFAULT_EMBEDDER,
+                      help="minilm: int8 ONNX all-MiniLM-L6-v2; bge-small: int8 ONNX "
+                           "bge-small-en-v1.5; hashing: tests only (default: %(default)s)")
 
     from .config import BuildOptions
     build = argparse.ArgumentParser(add_help=False)

@@ -111,7 +111,9 @@ def answers_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-base-url", default=None, help="default: --base-url")
     p.add_argument("--judge-api-key", default=None, help="default: --api-key")
     p.add_argument("--extractor", choices=("offline", "regex"), default="offline")
-    p.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    from .config import DEFAULT_EMBEDDER
+    from .embed.registry import INDEX_KINDS
+    p.add_argument("--embedder", choices=INDEX_KINDS, default=DEFAULT_EMBEDDER)
     p.add_argument("--data-dir", default=None)
     p.add_argument("--index-dir", default=None, help="reuse/save the corpus index here")
     p.add_argument("--cache-dir", default="cache", help="embedding + answer cache directory")

@@ -200,6 +200,9 @@ TUNED_K_NODES = 25
 TUNED_K_CHUNKS = 50
 #: the method the API and the CLI run when none is named
 DEFAULT_METHOD = "stitch"
+#: the embedder kind (``embed.registry.make_embedder``) the CLI and the eval harness use
+#: when none is named
+DEFAULT_EMBEDDER = "minilm"
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,12 @@ from typing import Callable
 
 from .base import Embedder
 
-#: ``--embedder`` kinds: the default int8 ONNX MiniLM, its torch reference, the test hash
-KINDS = ("minilm", "torch", "hashing")
+#: ``--embedder`` kinds: the int8 ONNX MiniLM, int8 ONNX bge-small, MiniLM's torch
+#: reference, the test hash
+KINDS = ("minilm", "bge-small", "torch", "hashing")
+#: kinds a user picks for an index (``hyperrag index --embedder``)
+INDEX_KINDS = ("minilm", "bge-small", "hashing")
+_ONNX_NAMES = {"all-MiniLM-L6-v2-onnx-int8": "minilm", "bge-small-en-v1.5-onnx-int8": "bge-small"}
 
 
 def make_embedder(kind: str = "minilm", **kw) -> Embedder:
@@ -16,6 +20,9 @@ def make_embedder(kind: str = "minilm", **kw) -> Embedder:
     if kind == "minilm":
         from .onnx_minilm import OnnxMiniLM
         return OnnxMiniLM(**kw)
+    if kind == "bge-small":
+        from .onnx_bge import OnnxBgeSmall
+        return OnnxBgeSmall(**kw)
     if kind == "torch":
         from .torch_minilm import TorchMiniLM
         return TorchMiniLM(**kw)
@@ -28,8 +35,12 @@ def make_embedder(kind: str = "minilm", **kw) -> Embedder:
 def embedder_for_name(name: str) -> Embedder:
     """The embedder that produces vectors under ``name`` (an index manifest's
     ``embedder.name``); ValueError when no factory makes it."""
-    if name.startswith("all-MiniLM-L6-v2-onnx-int8"):
-        return make_embedder("minilm")
+    base, _, rest = name.partition(":")
+    if base in _ONNX_NAMES:
+        kw = dict(p.split("=", 1) for p in rest.split(":")) if rest else {}
+        if set(kw) - {"max_length"}:
+            raise ValueError(f"no embedder factory makes {name!r}")
+        return make_embedder(_ONNX_NAMES[base], **{k: int(v) for k, v in kw.items()})
     if name.startswith("all-MiniLM-L6-v2-torch"):
         return make_embedder("torch")
     if name.startswith("hashing-v1:"):
@@ -42,6 +53,7 @@ def available_embedders() -> dict[str, Callable[[], Embedder]]:
     """``{embedder name: zero-argument constructor}`` of the default configurations."""
     return {
         "all-MiniLM-L6-v2-onnx-int8": lambda: make_embedder("minilm"),
+        "bge-small-en-v1.5-onnx-int8": lambda: make_embedder("bge-small"),
         "all-MiniLM-L6-v2-torch": lambda: make_embedder("torch"),
         "hashing-v1:dim=64:seed=0": lambda: make_embedder("hashing"),
     }

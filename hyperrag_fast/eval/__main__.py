@@ -5,7 +5,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from ..config import TUNED
+from ..config import DEFAULT_EMBEDDER, TUNED
+from ..embed.registry import INDEX_KINDS, make_embedder
 from .data import DATASETS
 from .harness import evaluate
 
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir", default=None,
                    help="reuse the index here if it matches, else build and save it here")
     p.add_argument("--cache-dir", default="cache", help="embedding cache directory")
+    p.add_argument("--embedder", choices=INDEX_KINDS, default=DEFAULT_EMBEDDER,
+                   help="embedder kind (default: %(default)s)")
     p.add_argument("--out-dir", default="benchmarks/results", help="where results are written")
     p.add_argument("--dump", action="store_true", help="also write per-question top-k ids (JSONL)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -37,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = evaluate(a.dataset, a.split, methods, index_dir=a.index_dir, cache_dir=a.cache_dir,
                        data_dir=a.data_dir, out_dir=a.out_dir, dump=a.dump, progress=not a.quiet,
+                       embedder_factory=lambda: make_embedder(a.embedder),
                        command=" ".join(["python -m hyperrag_fast.eval", *argv]))
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

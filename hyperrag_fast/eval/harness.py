@@ -45,8 +45,9 @@ def default_extractor() -> Extractor:
 
 
 def default_embedder() -> Embedder:
+    from ..config import DEFAULT_EMBEDDER
     from ..embed.registry import make_embedder
-    return make_embedder("minilm")
+    return make_embedder(DEFAULT_EMBEDDER)
 
 
 def check_methods(methods: Sequence[str]) -> None:
