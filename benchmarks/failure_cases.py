@@ -2,8 +2,8 @@
 
     python benchmarks/failure_cases.py --index-dir indexes/2wiki --n 3
 
-Takes the first ``n`` test-split questions (file order) whose Recall@8 < 1 and writes,
-for each, the gold passages' fate (in C_q? sim, Score, prior, pi, rank), the top-8 with
+Takes, per question type, the first ``n`` test-split questions (file order) whose
+Recall@k < 1 and writes, for each, the gold passages' fate (in C_q? sim, Score, prior, pi, rank), the top-8 with
 their scores, the most activated entity states (A, a_space, a_time, a) and the seeds.
 Output: benchmarks/results/failure_cases.md.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperrag_fast.embed.registry import make_embedder
 from hyperrag_fast.eval.data import load_dataset
 from hyperrag_fast.eval.harness import default_embedder, default_extractor, load_or_build_index
 from hyperrag_fast.retriever import QueryOptions, Retriever
@@ -66,27 +67,35 @@ def describe(ix, r, q, gold: frozenset[str], passages: list[str]) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
+    p.add_argument("--dataset", default="2wikimultihopqa", choices=("2wikimultihopqa", "hotpotqa_train"))
     p.add_argument("--index-dir", default="indexes/2wiki")
     p.add_argument("--cache-dir", default="cache")
-    p.add_argument("--n", type=int, default=3)
+    p.add_argument("--embedder", default=None, help="embedder kind (default: config.DEFAULT_EMBEDDER)")
+    p.add_argument("--n", type=int, default=3, help="cases per question type")
+    p.add_argument("--k", type=int, default=8, help="a failure has Recall@k < 1")
     p.add_argument("--out", default="benchmarks/results/failure_cases.md")
     a = p.parse_args(argv)
-    ds = load_dataset("2wikimultihopqa", "test")
-    emb = default_embedder()
+    ds = load_dataset(a.dataset, "test")
+    emb = make_embedder(a.embedder) if a.embedder else default_embedder()
     ix, _ = load_or_build_index(ds, default_extractor(), emb, a.index_dir, a.cache_dir)
     r = Retriever(ix, emb)
     passages = ds.passages
-    lines = ["# Worked failure cases: `stitch` (default options) on 2WikiMultiHopQA test", "",
-             f"Command: `python benchmarks/failure_cases.py {' '.join(argv or sys.argv[1:])}`", ""]
-    found = 0
+    lines = [f"# Worked failure cases: `stitch` (default options) on {a.dataset} test, "
+             f"{a.n} per question type (Recall@{a.k} < 1, file order)", "",
+             f"Command: `python benchmarks/failure_cases.py {' '.join(argv or sys.argv[1:])}`  ",
+             f"Embedder: `{emb.name}`", ""]
+    cases: dict[str, list[str]] = {}
     for q, lab in zip(ds.questions, ds.labels):
+        if len(cases.get(lab.qtype, [])) >= a.n:
+            continue
         res = r.retrieve(q.question, QueryOptions())
-        got = {passages[ix.chunk_index(c.chunk_id)] for c in res.chunks[:8]}
+        got = {passages[ix.chunk_index(c.chunk_id)] for c in res.chunks[:a.k]}
         if len(got & lab.gold) < len(lab.gold):
-            lines += describe(ix, r, q, lab.gold, passages)
-            found += 1
-            if found == a.n:
-                break
+            cases.setdefault(lab.qtype, []).append(describe(ix, r, q, lab.gold, passages))
+    for qtype in sorted(cases):
+        lines += [f"## {qtype or 'untyped'}", ""]
+        for case in cases[qtype]:
+            lines += case
     Path(a.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {a.out}")
     return 0

@@ -20,6 +20,7 @@ WEIGHTS = ("log1p", "idf", "none")
 GRAPH_WEIGHTS = ("uniform", "inverse_size")
 PRIORS = ("continuous", "binary")
 SEED_MODES = ("none", "ngram", "ner", "ner+ngram")
+HOP_WEIGHTS = ("uniform", "sim")
 MERGES = ("semi", "full", "none")
 BACKENDS = ("auto", "exact", "usearch")
 #: default size below which exact search is used (see ``hyperrag_fast.ann``).
@@ -106,10 +107,18 @@ class HybridOptions:
     normalised form is a name-group key; "ner" = spaCy entities of the question,
     normalised (needs the offline extra), skipping entities whose spaCy label is in
     ``seed_skip_labels`` (e.g. CARDINAL, ORDINAL); "ner+ngram" = both. n-grams shorter
-    than ``ngram_min_words`` words are not matched. Matched groups spanning more than
+    than ``ngram_min_words`` words are not matched unless their group spans at most
+    ``rare_words_max_group`` chunks (0 = never; a rare single-word name). Matched
+    groups spanning more than
     ``seed_max_group`` chunks are not seeded; their states get A(v) >= ``seed_value``.
     bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
-    chunks, which also join C0."""
+    chunks, which also join C0.
+
+    hop_chunks > 0 runs a second round (ours, docs/architecture.md §5): the names in the
+    first round's ``hop_chunks`` best chunks that span at most ``hop_max_group`` chunks
+    become seeds (A(v) >= hop_value x weight) and STITCH runs again on the same
+    candidates. hop_weight "uniform" = 1; "sim" = max(0, sim(q, v)) / max over the hop
+    chunk's states, so the name in the sentence the question asks about weighs most."""
 
     seeds: str = "none"
     seed_value: float = 1.0
@@ -118,12 +127,22 @@ class HybridOptions:
     k_bm25: int = 0
     seed_skip_labels: tuple[str, ...] = ()
     ngram_min_words: int = 1
+    rare_words_max_group: float = 0
+    hop_chunks: int = 0
+    hop_value: float = 1.0
+    hop_max_group: float = 2
+    hop_weight: str = "sim"
 
     def __post_init__(self) -> None:
+        _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
+        if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
+            raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
         if self.seeds not in SEED_MODES:
             raise ValueError(f"seeds must be one of {SEED_MODES}, got {self.seeds!r}")
         if self.ngram_min_words < 1:
             raise ValueError("ngram_min_words must be >= 1")
+        if not self.rare_words_max_group >= 0:
+            raise ValueError("rare_words_max_group must be >= 0")
         if self.seed_value < 0 or self.bm25_weight < 0 or self.k_bm25 < 0:
             raise ValueError("seed_value, bm25_weight and k_bm25 must be >= 0")
 

@@ -67,18 +67,26 @@ class GroupLookup:
 
 def question_groups(text: str, lookup: GroupLookup, mode: str,
                     ner: Callable[[str], list[tuple[str, str]]] | None = None,
-                    skip_labels: tuple[str, ...] = (), ngram_min_words: int = 1) -> list[int]:
-    """Group ids named in the question (see :class:`HybridOptions`)."""
+                    skip_labels: tuple[str, ...] = (), ngram_min_words: int = 1,
+                    rare_words_max_group: float = 0) -> list[int]:
+    """Group ids named in the question (see :class:`HybridOptions`). With
+    ``rare_words_max_group`` > 0, n-grams shorter than ``ngram_min_words`` still match a
+    group spanning at most that many chunks (a rare short name)."""
     if mode == "none":
         return []
     keys: list[str] = []
+    rare: list[int] = []
     if mode in ("ngram", "ner+ngram"):
         keys += lookup.ngram_keys(text, min_n=ngram_min_words)
+        if rare_words_max_group > 0 and ngram_min_words > 1:
+            gc = lookup.graph.group_chunks
+            rare = [x for x in lookup.groups_of_keys(lookup.ngram_keys(text, max_n=ngram_min_words - 1))
+                    if gc[x] <= rare_words_max_group]
     if mode in ("ner", "ner+ngram"):
         if ner is None:
             raise ValueError(f"seeds={mode!r} needs an NER function (the offline extractor's spaCy model)")
         keys += [normalize_name(t) for t, label in ner(text) if label not in skip_labels]
-    return lookup.groups_of_keys(keys)
+    return sorted(set(lookup.groups_of_keys(keys)) | set(rare))
 
 
 def spacy_entity_texts(nlp) -> Callable[[str], list[tuple[str, str]]]:

@@ -114,3 +114,26 @@ def test_question_seeds_min_words_and_combined_mode():
         question_groups(q, lk, "ner+ngram", None)
     with pytest.raises(ValueError, match="ngram_min_words"):
         HybridOptions(ngram_min_words=0)
+
+
+def test_rare_single_word_names():
+    """Shorter n-grams match only groups spanning <= rare_words_max_group chunks."""
+    ex = [Extraction((Segment("t", (("Shanghai", "a"), ("Karloff", "k"))),)),
+          Extraction((Segment("t", (("Shanghai", "b"),)),)),
+          Extraction((Segment("t", (("West of Shanghai", "c"),)),))]
+    lk = GroupLookup(build_hypergraph(ex))
+    keys = lambda groups: sorted(lk.graph.group_key[x] for x in groups)  # noqa: E731
+    q = "Did Karloff act in West Of Shanghai?"
+    assert keys(question_groups(q, lk, "ngram", ngram_min_words=2)) == ["west of shanghai"]
+    got = question_groups(q, lk, "ngram", ngram_min_words=2, rare_words_max_group=1)
+    assert keys(got) == ["karloff", "west of shanghai"]  # "shanghai" spans 2 chunks
+    got = question_groups(q, lk, "ngram", ngram_min_words=2, rare_words_max_group=2)
+    assert keys(got) == ["karloff", "shanghai", "west of shanghai"]
+    import pytest
+
+    with pytest.raises(ValueError, match="rare_words_max_group"):
+        HybridOptions(rare_words_max_group=-1)
+    with pytest.raises(ValueError, match="hop_weight"):
+        HybridOptions(hop_weight="magic")
+    with pytest.raises(ValueError, match="hop"):
+        HybridOptions(hop_chunks=-1)

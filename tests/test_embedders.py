@@ -144,3 +144,48 @@ def test_no_network_load_and_embed(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
     e = OnnxMiniLM(intra_op_threads=1)
     assert e.embed(["offline works"]).shape == (1, 384)
+
+
+# ------------------------------------------------------------------------ bge-small ONNX
+from hyperrag_fast.embed import onnx_bge  # noqa: E402
+from hyperrag_fast.embed.onnx_bge import OnnxBgeSmall  # noqa: E402
+from hyperrag_fast.embed.registry import embedder_for_name, make_embedder  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bge():
+    return OnnxBgeSmall(intra_op_threads=1)
+
+
+def test_bge_cls_pooling_matches_reference_and_is_batch_free(bge):
+    """CLS row of one-text onnxruntime runs, L2; every row a function of its own text."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(onnx_bge.MODEL_DIR / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(512)
+    sess = ort.InferenceSession(str(onnx_bge.MODEL_DIR / "model_quantized.onnx"))
+    ref = []
+    for t in SENTS:
+        ids = np.array([tok.encode(t).ids], dtype=np.int64)
+        h = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                            "token_type_ids": np.zeros_like(ids)})[0][0, 0]
+        ref.append(h / np.linalg.norm(h))
+    v = bge.embed(SENTS)
+    assert v.shape == (5, 384) and bge.name == "bge-small-en-v1.5-onnx-int8"
+    assert np.sum(v * np.array(ref), axis=1).min() > 0.9999
+    np.testing.assert_array_equal(bge.embed(SENTS[::-1])[::-1], v)
+    np.testing.assert_array_equal(bge.embed(SENTS[1:2])[0], v[1])
+    assert v[0] @ v[1] > v[0] @ v[2]
+
+
+def test_bge_pinned_and_named(tmp_path, bge):
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        OnnxBgeSmall(model_path=bad)
+    assert embedder_for_name(bge.name).name == bge.name
+    short = embedder_for_name("bge-small-en-v1.5-onnx-int8:max_length=128")
+    assert short.name.endswith(":max_length=128")
+    assert make_embedder("bge-small").with_threads(1).name == bge.name
+    with pytest.raises(ValueError, match="no embedder factory"):
+        embedder_for_name("bge-small-en-v1.5-onnx-int8:pooling=mean")

@@ -246,3 +246,14 @@ def test_unknown_method_and_cli_error(data_dir, tmp_path, capsys):
     rc = eval_main(["--dataset", "2wikimultihopqa", "--split", "dev", "--methods", "nope",
                     "--data-dir", str(data_dir), "--out-dir", str(tmp_path / "o")])
     assert rc == 2 and "unknown method" in capsys.readouterr().err
+
+
+def test_twowiki_types_from_templates():
+    from hyperrag_fast.eval.data import twowiki_type
+    assert twowiki_type("Who died later, Charles Fechter or Félix De Blochausen?") == "comparison"
+    assert twowiki_type("Are Wiqu (Lima) and Qillqa (Melgar) both located in the same country?") == "comparison"
+    assert twowiki_type("Which film has the director who is older than the other, "
+                        "Airheads or Return To Cabin By The Lake? ") == "bridge_comparison"
+    assert twowiki_type("Are both The Pledge (Film) and Mother Of George from the same country?") == "comparison"
+    assert twowiki_type("Who is the stepmother of Sara Ali Khan?") == "inference"
+    assert twowiki_type("Who is the father of the director of film Power Of Women (Film)?") == "compositional"

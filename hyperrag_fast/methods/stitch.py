@@ -56,18 +56,58 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     if hybrid.seeds != "none":
         lk = state.lookups[key]
         groups = question_groups(text, lk, hybrid.seeds, _ner(state) if "ner" in hybrid.seeds else None,
-                                 hybrid.seed_skip_labels, hybrid.ngram_min_words)
+                                 hybrid.seed_skip_labels, hybrid.ngram_min_words,
+                                 hybrid.rare_words_max_group)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
     cand_ms = _ms(t0)
     t0 = time.perf_counter()
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
+    if hybrid.hop_chunks > 0:
+        hop, hop_v = hop_seeds(eng, q, r.chunk_ids[:hybrid.hop_chunks],
+                               seeds, hybrid)
+        if hop.size:
+            seeds = np.concatenate([seeds, hop])
+            values = np.concatenate([np.full(seeds.shape[0] - hop.shape[0], hybrid.seed_value),
+                                     hop_v])
+            r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
+                          seed_values=values, detail=detail)
     graph_ms = _ms(t0)
     d = None
     if detail:
         d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
         d.update(cand_nodes=v0, cand_chunks=c0, seed_nodes=seeds, graph=key)
     return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
+
+
+def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,
+              hybrid: HybridOptions) -> tuple[np.ndarray, np.ndarray]:
+    """Second-round seeds (``HybridOptions.hop_chunks``): every state of the rare name
+    groups (<= ``hop_max_group`` chunks) met in the chunks ``top``, not seeded already,
+    with value hop_value x weight (the best weight of the group's states in ``top``)."""
+    g = eng.graph
+    nodes = np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]] for c in top]
+                           ) if len(top) else np.empty(0, np.int64)
+    if not nodes.size:
+        return np.empty(0, np.int64), np.empty(0)
+    if hybrid.hop_weight == "sim":
+        w = np.maximum(eng.node_vec[nodes] @ q.astype(eng.node_vec.dtype), 0.0).astype(np.float64)
+        w = w / w.max() if w.max() > 0 else w
+    else:
+        w = np.ones(nodes.shape[0])
+    groups = g.node_group[nodes]
+    best: dict[int, float] = {}
+    for grp, x in zip(groups.tolist(), w.tolist()):
+        if g.group_chunks[grp] <= hybrid.hop_max_group and x > best.get(grp, 0.0):
+            best[grp] = x
+    seeded = set(seeds.tolist())
+    out_n, out_v = [], []
+    for grp, x in best.items():
+        for v in g.group_nodes[g.group_ptr[grp]:g.group_ptr[grp + 1]].tolist():
+            if v not in seeded:
+                out_n.append(v)
+                out_v.append(hybrid.hop_value * x)
+    return np.asarray(out_n, np.int64), np.asarray(out_v, np.float64)
 
 
 def stitch(state, q, text, o: QueryOptions, detail):

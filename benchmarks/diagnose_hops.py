@@ -1,0 +1,146 @@
+"""Where the hop the question does not name gets lost (issue 15, item 2).
+
+    python benchmarks/diagnose_hops.py --embedder bge-small \\
+        --index 2wikimultihopqa=indexes/2wiki_bge --index hotpotqa_train=indexes/hotpot_bge \\
+        --out benchmarks/results/hop_diagnosis
+
+For 2WikiMultiHopQA dev (compositional and inference questions) and the HotpotQA sample
+(bridge questions), every gold passage whose title the question does not contain (after
+name normalisation) is a second-hop passage. For each: is it in C_q, its prior rank and
+prior share in C_q, its final rank, and its rank with each channel removed (spatial,
+temporal, PPR, the second round): a channel "moved" it when removing the channel ranks it
+lower. Labels (titles, gold) are read for this report only, never by the retriever.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from hyperrag_fast.config import TUNED, QueryOptions
+from hyperrag_fast.embed.registry import make_embedder
+from hyperrag_fast.eval.harness import machine_info
+from hyperrag_fast.lexical import normalize_name
+from hyperrag_fast.methods import METHODS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quality_search import Bench  # noqa: E402
+
+TYPES = {"2wikimultihopqa": ("compositional", "inference"), "hotpotqa_train": ("bridge",)}
+DEEP = 50  # ranks are read from the top-50 (= K_C); deeper counts as 51
+
+
+def variants(o: QueryOptions) -> dict[str, QueryOptions]:
+    s, h = o.stitch, o.hybrid
+    return {"spatial": replace(o, stitch=s.replace(spatial=False)),
+            "temporal": replace(o, stitch=s.replace(temporal=False)),
+            "ppr": replace(o, stitch=s.replace(ppr="none")),
+            "hop": replace(o, hybrid=replace(h, hop_chunks=0))}
+
+
+def rank_of(ids: np.ndarray, c: int) -> int:
+    hit = np.flatnonzero(np.asarray(ids) == c)
+    return int(hit[0]) + 1 if hit.size else DEEP + 1
+
+
+def diagnose(b: Bench, dataset: str, o: QueryOptions) -> list[dict]:
+    state, fn = b.r.state, METHODS[o.method]
+    o = o.with_top_k(min(DEEP, o.k_chunks))
+    var = variants(o)
+    row_of = {p: i for i, p in enumerate(b.ds.passages)}
+    rows = []
+    for q, lab, v in zip(b.ds.questions, b.ds.labels, b.qvecs):
+        if lab.qtype not in TYPES[dataset]:
+            continue
+        qn = f" {normalize_name(q.question)} "
+        second = [p for p in lab.gold if f" {normalize_name(p.split(chr(10), 1)[0])} " not in qn]
+        if not second:
+            continue
+        out = fn(state, v, q.question, o, True)
+        d = out.detail
+        cq, prior = np.asarray(d["cq"]), np.asarray(d["cq_prior"], dtype=float)
+        order = cq[np.argsort(-prior, kind="stable")]
+        without = {k: fn(state, v, q.question, x, False).chunk_ids for k, x in var.items()}
+        for p in second:
+            c = row_of[p]
+            pos = np.flatnonzero(cq == c)
+            final = rank_of(out.chunk_ids, c)
+            rows.append({
+                "qid": q.qid, "type": lab.qtype, "question": q.question,
+                "passage": p.split("\n", 1)[0], "in_cq": bool(pos.size), "cq_size": int(cq.size),
+                "prior_rank": rank_of(order, c) if pos.size else None,
+                "prior_share": float(prior[pos[0]] / prior.sum()) if pos.size and prior.sum() > 0 else 0.0,
+                "final_rank": final,
+                "rank_without": {k: rank_of(ids, c) for k, ids in without.items()}})
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    if not rows:
+        return {"n": 0}
+    moved = {k: float(np.mean([r["rank_without"][k] > r["final_rank"] for r in rows]))
+             for k in rows[0]["rank_without"]}
+    hurt = {k: float(np.mean([r["rank_without"][k] < r["final_rank"] for r in rows]))
+            for k in rows[0]["rank_without"]}
+    pr = [r["prior_rank"] for r in rows if r["prior_rank"] is not None]
+    return {"n": len(rows), "in_cq": float(np.mean([r["in_cq"] for r in rows])),
+            "prior_rank_median": float(np.median(pr)) if pr else None,
+            "prior_share_median": float(np.median([r["prior_share"] for r in rows])),
+            "final_rank_median": float(np.median([r["final_rank"] for r in rows])),
+            "in_top2": float(np.mean([r["final_rank"] <= 2 for r in rows])),
+            "in_top5": float(np.mean([r["final_rank"] <= 5 for r in rows])),
+            "moved_up_by": moved, "pushed_down_by": hurt}
+
+
+def render(out: dict) -> str:
+    lines = [f"# Second-hop gold passages ({out['embedder']})", "", f"Command: `{out['command']}`", "",
+             "A second-hop passage is a gold passage whose title the question does not contain. "
+             "'moved up by X': share of them ranked lower once X is removed; 'pushed down by X': "
+             "ranked higher once X is removed.", "",
+             "| set | type | n | in C_q | prior rank (median) | prior share (median) | final rank (median) "
+             "| in top-2 | in top-5 | moved up by spatial/temporal/PPR/2nd round | pushed down by |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, types in out["summary"].items():
+        for t, s in types.items():
+            if not s["n"]:
+                continue
+            mv = "/".join(f"{s['moved_up_by'][k]:.2f}" for k in ("spatial", "temporal", "ppr", "hop"))
+            pd = "/".join(f"{s['pushed_down_by'][k]:.2f}" for k in ("spatial", "temporal", "ppr", "hop"))
+            lines.append(f"| {name} | {t} | {s['n']} | {s['in_cq']:.2f} | {s['prior_rank_median']} | "
+                         f"{s['prior_share_median']:.3f} | {s['final_rank_median']} | {s['in_top2']:.2f} | "
+                         f"{s['in_top5']:.2f} | {mv} | {pd} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--index", action="append", required=True, help="DATASET=INDEX_DIR")
+    p.add_argument("--cache-dir", default="cache")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    emb = make_embedder(a.embedder)
+    o = TUNED  # the library default at this commit
+    splits = {"2wikimultihopqa": "dev", "hotpotqa_train": "test"}
+    out = {"command": "python benchmarks/diagnose_hops.py " + " ".join(argv or sys.argv[1:]),
+           "machine": machine_info(), "embedder": emb.name, "summary": {}, "rows": {}}
+    for x in a.index:
+        dataset, path = x.split("=", 1)
+        b = Bench(dataset, splits[dataset], path, emb, a.cache_dir, a.data_dir)
+        rows = diagnose(b, dataset, o)
+        out["rows"][dataset] = rows
+        out["summary"][dataset] = {t: summary([r for r in rows if r["type"] == t])
+                                   for t in TYPES[dataset]}
+    Path(a.out + ".json").write_text(json.dumps(out, indent=1) + "\n")
+    Path(a.out + ".md").write_text(render(out))
+    print(render(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
