@@ -38,8 +38,8 @@ INF = math.inf
 KS = (2, 5, 8)
 #: (name, values): one random choice per name per sample; tuples move together
 SPACE = {
-    "delta": [0.4, 0.5, 0.6, 0.7],
-    "lam": [0.0, 0.1, 0.3, 0.6],
+    "delta": [0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85],
+    "lam": [0.0, 0.1, 0.3, 0.6, 1.0],
     "graph": [(d, m, w) for d in (0.0, 0.1, 0.2, 0.3, 0.5)
               for m, w in ((INF, "uniform"), (20, "inverse_size"), (5, "inverse_size"))],
     "group_weight": ["log1p", "idf"],
