@@ -38,8 +38,8 @@ INF = math.inf
 KS = (2, 5, 8)
 #: (name, values): one random choice per name per sample; tuples move together
 SPACE = {
-    "delta": [0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85],
-    "lam": [0.0, 0.1, 0.3, 0.6, 1.0],
+    "delta": [0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85],
+    "lam": [0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.0],
     "graph": [(d, m, w) for d in (0.0, 0.1, 0.2, 0.3, 0.5)
               for m, w in ((INF, "uniform"), (20, "inverse_size"), (5, "inverse_size"))],
     "group_weight": ["log1p", "idf"],
@@ -50,8 +50,9 @@ SPACE = {
     "bm25": [(0.0, 0), (0.1, 20), (0.2, 50)],
     "rare_words_max_group": [0, 1, 2],
     "hop": [(0, 1.0, 2, "sim"), (1, 1.0, 2, "sim"), (2, 1.0, 2, "sim"), (1, 0.5, 2, "sim"),
-            (2, 0.5, 3, "sim"), (1, 1.0, 3, "uniform"), (2, 0.5, 2, "uniform")],
-    "k": [(25, 50), (50, 50), (25, 100)],
+            (2, 0.5, 3, "sim"), (1, 1.0, 3, "uniform"), (2, 0.5, 2, "uniform"), (3, 1.0, 2, "sim"),
+            (4, 1.0, 2, "sim"), (2, 2.0, 2, "sim"), (2, 1.0, 3, "sim")],
+    "k": [(25, 50), (50, 50), (25, 100), (50, 100)],
 }
 
 
@@ -193,9 +194,9 @@ def main(argv=None) -> int:
         "selection": "2wikimultihopqa dev only; hotpotqa_train scored for transfer",
         "tuned_default": {"dev": dev.score(TUNED), "hotpot": hot.score(TUNED),
                           "test": test.score(TUNED)},
-        "best_on_dev": {"options": plain(best_dev[0]), **best_dev[1],
+        "best_on_dev": {**best_dev[1], "query_options": plain(best_dev[0]),
                         "test": test.score(best_dev[0])},
-        "best_on_hotpot_diagnostic": {"options": plain(best_hot[0]), **best_hot[1],
+        "best_on_hotpot_diagnostic": {**best_hot[1], "query_options": plain(best_hot[0]),
                                       "test": test.score(best_hot[0])},
         "ablations": ablations,
         "samples": [r for _, r in rows],
@@ -225,8 +226,8 @@ def render(out: dict) -> str:
               "| row | 2Wiki dev | HotpotQA | 2Wiki test |", "|---|---|---|---|"]
     for x in out["ablations"]:
         lines.append(f"| {x['label']} | {_r(x['dev'])} | {_r(x['hotpot'])} | {_r(x['test'])} |")
-    lines += ["", "Best on dev:", "", "```", json.dumps(out["best_on_dev"]["options"], indent=1),
-              "```"]
+    lines += ["", "Best on dev (searched coordinates):", "", "```",
+              json.dumps(out["best_on_dev"]["options"], default=str), "```"]
     return "\n".join(lines) + "\n"
 
 
