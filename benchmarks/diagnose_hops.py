@@ -4,7 +4,7 @@
         --index 2wikimultihopqa=indexes/2wiki_bge --index hotpotqa_train=indexes/hotpot_bge \\
         --out benchmarks/results/hop_diagnosis
 
-For 2WikiMultiHopQA dev (compositional and inference questions) and the HotpotQA sample
+For 2WikiMultiHopQA dev (compositional, inference, bridge_comparison) and the HotpotQA sample
 (bridge questions), every gold passage whose title the question does not contain (after
 name normalisation) is a second-hop passage. For each: is it in C_q, its prior rank and
 prior share in C_q, its final rank, and its rank with each channel removed (spatial,
@@ -30,7 +30,8 @@ from hyperrag_fast.methods import METHODS
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality_search import Bench  # noqa: E402
 
-TYPES = {"2wikimultihopqa": ("compositional", "inference"), "hotpotqa_train": ("bridge",)}
+TYPES = {"2wikimultihopqa": ("compositional", "inference", "bridge_comparison"),
+         "hotpotqa_train": ("bridge",)}
 DEEP = 50  # ranks are read from the top-50 (= K_C); deeper counts as 51
 
 

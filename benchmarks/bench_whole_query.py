@@ -1,0 +1,62 @@
+"""Whole-query latency through the public API: ``Retriever.retrieve(question)`` = embed +
+candidates + graph (+ building the result), one question at a time, single thread.
+
+    python benchmarks/bench_whole_query.py --index indexes/2wiki_bge --embedder bge-small \\
+        --questions 200 --out benchmarks/results/whole_query_bge.json
+
+The embedder runs with one intra-op thread (a service gives each query thread one) unless
+``--threads``. Options: the library default (``config.TUNED``). Medians and p99 of the
+wall time per call (time.perf_counter around ``retrieve``), and the medians of the parts
+the result reports.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hyperrag_fast.embed.registry import make_embedder
+from hyperrag_fast.eval.data import load_dataset
+from hyperrag_fast.eval.harness import _git, machine_info
+from hyperrag_fast.index import HyperIndex
+from hyperrag_fast.retriever import Retriever
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--index", required=True)
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads")
+    p.add_argument("--questions", type=int, default=200, help="first N 2Wiki questions")
+    p.add_argument("--repeats", type=int, default=3, help="passes over the questions")
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    emb = make_embedder(a.embedder, intra_op_threads=a.threads)
+    r = Retriever(HyperIndex.load(a.index, embedder=emb), emb)
+    r.warmup()
+    qs = [q.question for q in load_dataset("2wikimultihopqa", "all").questions[:a.questions]]
+    wall, parts = [], {"embed_ms": [], "candidates_ms": [], "graph_ms": []}
+    for _ in range(a.repeats):
+        for q in qs:
+            t0 = time.perf_counter()
+            res = r.retrieve(q)
+            wall.append((time.perf_counter() - t0) * 1e3)
+            for k in parts:
+                parts[k].append(res.timings[k])
+    out = {"command": "python benchmarks/bench_whole_query.py " + " ".join(argv or sys.argv[1:]),
+           "git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain")),
+           "machine": machine_info(), "embedder": emb.name, "method": r.options.method,
+           "n_calls": len(wall), "whole_query_ms_p50": float(np.median(wall)),
+           "whole_query_ms_p99": float(np.percentile(wall, 99)),
+           **{f"{k}_p50": float(np.median(v)) for k, v in parts.items()}}
+    Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in out.items() if k != "machine"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
