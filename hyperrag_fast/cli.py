@@ -230,7 +230,10 @@ def cmd_query(a) -> dict[str, Any] | None:
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
+    from .lean import skip_blas_probe, trim_heap
+    skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
     ix = _load(a.index, verify=not a.no_verify)
+    trim_heap()  # the ONNX session's setup leaves ~60 MB of freed heap resident
     opts = query_options(a)
     r = _retriever(ix, a.index, a.method)
 
