@@ -1,4 +1,5 @@
-"""``hyperrag`` command line: index, add, delete, build-methods, query, ask, info, demo, eval.
+"""``hyperrag`` command line: index, add, delete, upgrade, build-methods, query, ask, info,
+demo, eval.
 
 ``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
@@ -273,6 +274,15 @@ def cmd_build_methods(a) -> dict[str, Any]:
             "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
 
 
+def cmd_upgrade(a) -> dict[str, Any]:
+    from .store import upgrade_checksums
+    done = upgrade_checksums(_existing(a.index), a.lock_timeout)
+    return {"index": a.index, "upgraded": done,
+            "report": {"summary": "recorded xxh3_128 checksums" if done
+                       else "already has xxh3_128 checksums"},
+            "counts": read_manifest(a.index)["counts"]}
+
+
 def cmd_info(a) -> dict[str, Any]:
     ix = _load(a.index, verify=not a.no_verify)
     g = ix.graph
@@ -281,6 +291,7 @@ def cmd_info(a) -> dict[str, Any]:
         sizes[key] += n
     m = read_manifest(a.index)
     m.pop("files", None)
+    m.pop("xxh3_128", None)
     return {"manifest": m, "biggest_groups": sizes.most_common(a.groups)}
 
 
@@ -394,6 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("doc_ids", nargs="+")
     s.set_defaults(func=cmd_delete)
+
+    s = sub.add_parser("upgrade", parents=[common, lock],
+                       help="verify an index saved before the fast checksums (sha256) and "
+                            "record its xxh3_128 checksums: faster verified loads")
+    s.add_argument("index")
+    s.set_defaults(func=cmd_upgrade)
 
     from .config import TUNED
     from .methods import METHODS

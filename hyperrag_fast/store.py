@@ -6,7 +6,8 @@ Layout of an index directory ``<index>/``::
     .lock                the single-writer lock (:func:`writer_lock`), never part of an index
     gen-<seq>-<rand>/    one immutable generation per save:
       manifest.json        format version, embedder/extractor names, merge, counts,
-                           ANN settings, sha256 of every other file
+                           ANN settings, sha256 and xxh3_128 of every other file
+                           (:mod:`hyperrag_fast.checksums`)
       arrays/<name>.npy    hypergraph int arrays (ARRAY_FIELDS), mmap-able, and what a query
                            needs derived at build time: BM25 postings (bm25_indptr/indices/
                            data) and each HNSW kind's distinct rows (<kind>_rep/_dup_ptr/
@@ -30,7 +31,6 @@ and memory maps outlive a pruned generation (POSIX unlink semantics).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -51,6 +51,7 @@ import numpy as np
 from .records import Chunk, Extraction, Segment
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
+from .checksums import FAST, manifest_checksums, verify_files
 from .validate import check_structure
 
 # 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
@@ -109,14 +110,6 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _npy_file_of(a: np.ndarray) -> Path | None:
@@ -337,7 +330,7 @@ def _write_generation(gen: Path, s: StoredIndex,
     (gen / LEXICAL).write_text(json.dumps(s.lexical, ensure_ascii=False), encoding="utf-8")
     files = sorted(p for p in gen.rglob("*") if p.is_file())
     manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
-                    files={p.relative_to(gen).as_posix(): _sha256(p) for p in files})
+                    **manifest_checksums(gen, files))
     (gen / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
     for p in [*files, gen / MANIFEST]:
         _fsync_path(p)
@@ -365,7 +358,8 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
     (see the module docstring); returns the generation directory.
 
     ``write_ann(dir)`` writes ANN files into ``dir`` and returns ``{kind: file name}``.
-    ``s.manifest`` gets ``format_version``, ``files`` (sha256) and ``ann_files`` added.
+    ``s.manifest`` gets ``format_version``, ``files`` (sha256), ``xxh3_128`` and
+    ``ann_files`` added.
     Takes the writer lock (timeout 0) unless this thread holds it. If anything fails
     before publishing, the new generation is removed and the live one stays untouched.
     """
@@ -384,6 +378,43 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
         _publish(root, gen.name)
         _remove_leftovers(root, {gen.name, *([live] if live else [])})
     return gen
+
+
+def upgrade_checksums(path: str | os.PathLike, timeout: float = 0) -> bool:
+    """Give a format-4 index saved before issue 13 its ``xxh3_128`` checksums (fast
+    verified loads): every file is verified against its sha256 first, then a new
+    generation of hard links (copies where links fail) with the extended manifest is
+    published as by :func:`save_index`. False (nothing written) when it has them already."""
+    with writer_lock(path, timeout, create=False) as root:
+        live = _clean(root)
+        src = generation_dir(root)
+        manifest = _read_manifest_at(src)
+        if FAST in manifest:
+            return False
+        verify_files(src, manifest)
+        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
+        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
+        try:
+            for rel in manifest["files"]:
+                (gen / rel).parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(src / rel, gen / rel)
+                except OSError:
+                    shutil.copy2(src / rel, gen / rel)
+            files = [gen / rel for rel in manifest["files"]]
+            sums = manifest_checksums(gen, files)
+            if sums["files"] != manifest["files"]:  # changed between verifying and linking
+                raise IndexCorruptedError(f"{src}: files changed while upgrading")
+            (gen / MANIFEST).write_text(json.dumps(dict(manifest, **sums), indent=2,
+                                                   ensure_ascii=False))
+            for p in [*files, gen / MANIFEST, *{p.parent for p in files}, gen]:
+                _fsync_path(p)
+        except BaseException:
+            shutil.rmtree(gen, ignore_errors=True)
+            raise
+        _publish(root, gen.name)
+        _remove_leftovers(root, {gen.name, *([live] if live else [])})
+    return True
 
 
 # ------------------------------------------------------------------------ loading
@@ -452,8 +483,8 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
 
 def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> StoredIndex:
     """Read the live generation of an index directory; ``mmap`` maps .npy files read-only;
-    ``verify`` checks the sha256 of every file listed in the manifest (skip it for speed
-    on trusted disks)."""
+    ``verify`` checks the checksum of every file listed in the manifest (xxh3_128, or
+    sha256 for indexes saved before issue 13; see :mod:`hyperrag_fast.checksums`)."""
     return read_generation(path, lambda gen: _load_generation(gen, mmap, verify))
 
 
@@ -462,15 +493,8 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     for rel in manifest["files"]:
         if not (root / rel).is_file():
             raise IndexCorruptedError(f"{root / rel}: listed in the manifest but missing")
-    if verify:  # hashlib releases the GIL: files are hashed on every core
-        from concurrent.futures import ThreadPoolExecutor
-        rels = sorted(manifest["files"], key=lambda r: -(root / r).stat().st_size)
-        with ThreadPoolExecutor(max(1, min(len(rels), os.cpu_count() or 1))) as pool:
-            for rel, got in zip(rels, pool.map(lambda r: _sha256(root / r), rels)):
-                if got != manifest["files"][rel]:
-                    raise IndexCorruptedError(
-                        f"{root / rel}: sha256 does not match the manifest; the file is "
-                        f"corrupted, rebuild or restore the index")
+    if verify:
+        verify_files(root, manifest)
     mode = "r" if mmap else None
 
     def npy(rel: str) -> np.ndarray:

@@ -129,3 +129,78 @@ def test_refuses_to_replace_non_index(tmp_path, index):
     with pytest.raises(FileExistsError):
         index.save(tmp_path / "data")
     assert (tmp_path / "data" / "keep.txt").exists()
+
+
+def test_fast_checksums_recorded_and_checked(tmp_path, index):
+    """Saves record xxh3_128 beside sha256; a verified load checks xxh3_128."""
+    index.save(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    m = json.loads((gen / "manifest.json").read_text())
+    assert m["xxh3_128"].keys() == m["files"].keys()
+    assert all(len(d) == 32 for d in m["xxh3_128"].values())
+    assert store.verify_files(gen, m) == "xxh3_128"
+    f = gen / "arrays" / "edge_ptr.npy"
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0x01
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="edge_ptr.npy: xxh3_128 does not match"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def _drop_fast_checksums(ix_dir) -> None:
+    mf = store.generation_dir(ix_dir) / "manifest.json"
+    m = json.loads(mf.read_text())
+    del m["xxh3_128"]
+    mf.write_text(json.dumps(m))
+
+
+def test_index_without_fast_checksums_is_verified_with_sha256(tmp_path, index):
+    """A format-4 index saved before issue 13 (sha256 only) loads, verified with sha256."""
+    index.save(tmp_path / "ix")
+    _drop_fast_checksums(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    assert store.verify_files(gen, json.loads((gen / "manifest.json").read_text())) == "sha256"
+    _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
+    f = gen / "vectors" / "chunk_vec.npy"
+    data = bytearray(f.read_bytes())
+    data[-2] ^= 0x10
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="chunk_vec.npy: sha256 does not match"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_fast_checksums_must_cover_the_same_files(tmp_path, index):
+    index.save(tmp_path / "ix")
+    mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
+    m = json.loads(mf.read_text())
+    m["xxh3_128"].pop("texts.sqlite")
+    mf.write_text(json.dumps(m))
+    with pytest.raises(IndexCorruptedError, match="same files"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_upgrade_adds_fast_checksums(tmp_path, index):
+    index.save(tmp_path / "ix")
+    _drop_fast_checksums(tmp_path / "ix")
+    old = store.generation_dir(tmp_path / "ix")
+    assert store.upgrade_checksums(tmp_path / "ix") is True
+    new = store.generation_dir(tmp_path / "ix")
+    assert new != old
+    m = json.loads((new / "manifest.json").read_text())
+    assert m["xxh3_128"].keys() == m["files"].keys()
+    assert m["files"] == json.loads((old / "manifest.json").read_text())["files"]
+    _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
+    assert store.upgrade_checksums(tmp_path / "ix") is False  # nothing left to do
+
+
+def test_upgrade_refuses_a_corrupted_index(tmp_path, index):
+    index.save(tmp_path / "ix")
+    _drop_fast_checksums(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    f = gen / "arrays" / "node_ptr.npy"
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0x01
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="node_ptr.npy: sha256"):
+        store.upgrade_checksums(tmp_path / "ix")
+    assert store.generation_dir(tmp_path / "ix") == gen  # nothing published
