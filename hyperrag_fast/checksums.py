@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -83,3 +84,27 @@ def _map(fn: Callable[[str], str], rels: list[str], algorithm: str):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(fn, rels))
+
+
+class Verification:
+    """:func:`verify_files` on a thread of its own (reading and XXH3 release the GIL), so
+    a load parses and validates the other files meanwhile; :meth:`result` joins it and
+    raises what it raised."""
+
+    def __init__(self, root: Path, manifest: Mapping[str, Any]) -> None:
+        self._out: str | BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root, manifest),
+                                        name="hyperrag-verify", daemon=True)
+        self._thread.start()
+
+    def _run(self, root: Path, manifest: Mapping[str, Any]) -> None:
+        try:
+            self._out = verify_files(root, manifest)
+        except BaseException as e:  # noqa: BLE001 - handed to the joining thread
+            self._out = e
+
+    def result(self) -> str:
+        self._thread.join()
+        if isinstance(self._out, BaseException):
+            raise self._out
+        return self._out  # type: ignore[return-value]

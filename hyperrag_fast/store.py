@@ -51,7 +51,7 @@ import numpy as np
 from .records import Chunk, Extraction, Segment
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
-from .checksums import FAST, manifest_checksums, verify_files
+from .checksums import FAST, Verification, manifest_checksums, verify_files
 from .validate import check_structure
 
 # 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
@@ -493,8 +493,19 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     for rel in manifest["files"]:
         if not (root / rel).is_file():
             raise IndexCorruptedError(f"{root / rel}: listed in the manifest but missing")
-    if verify:
-        verify_files(root, manifest)
+    check = Verification(root, manifest) if verify else None
+    try:
+        s = _read_files(root, manifest, mmap)
+    except BaseException:
+        if check is not None:
+            check.result()  # a checksum mismatch is the error to report
+        raise
+    if check is not None:
+        check.result()
+    return s
+
+
+def _read_files(root: Path, manifest: dict[str, Any], mmap: bool) -> StoredIndex:
     mode = "r" if mmap else None
 
     def npy(rel: str) -> np.ndarray:
@@ -569,7 +580,8 @@ def _read_sqlite(path: Path):
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     rows = con.execute('SELECT chunk_id, doc_id, title, text, start, "end", metadata '
                        'FROM chunks ORDER BY idx').fetchall()
-    chunks = [Chunk(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    chunks = [Chunk(r[0], r[1], r[2], r[3], r[4], r[5], {} if r[6] == "{}" else json.loads(r[6]))
+              for r in rows]
     n_nodes = con.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
     n_edges = con.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
     groups = [r[0] for r in con.execute("SELECT key FROM groups ORDER BY idx")]
