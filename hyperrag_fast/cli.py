@@ -231,10 +231,10 @@ def cmd_query(a) -> dict[str, Any] | None:
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
-    from .lean import skip_blas_probe, trim_heap
+    from .lean import settle, skip_blas_probe
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
     ix = _load(a.index, verify=not a.no_verify)
-    trim_heap()  # the ONNX session's setup leaves ~60 MB of freed heap resident
+    settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a)
     r = _retriever(ix, a.index, a.method)
 
@@ -498,5 +498,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> int:
+    """The console entry (``hyperrag``): :func:`main` in a process of its own, with the
+    garbage collector handled as :mod:`hyperrag_fast.lean` explains."""
+    import gc
+    gc.disable()
+    try:
+        return main()
+    finally:
+        gc.freeze()  # the interpreter's exit then scans nothing it need not
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

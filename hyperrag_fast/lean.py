@@ -9,9 +9,16 @@ application owns its process).
   answered "no BLAS" and SciPy stays unimported; kernels compile to the same code.
 * :func:`trim_heap`: glibc keeps freed heap pages resident; onnxruntime's session setup
   frees ~60 MB of them (graph optimisation). ``malloc_trim(0)`` returns them.
+* the garbage collector: importing Numba and loading its cached kernels creates ~10^5
+  objects, and collecting them over and over (during imports, and at interpreter exit)
+  cost ~0.3 s of CPU per ``hyperrag query``. The console entry (``cli.run``) starts with
+  the collector off; :func:`settle` freezes what the setup made (``gc.freeze``: kept for
+  the life of the process, never scanned) and turns it back on, so a long
+  ``--questions`` batch is collected as usual; ``run`` freezes again before exiting.
 """
 from __future__ import annotations
 
+import gc
 import sys
 
 _BLAS = "scipy.linalg.cython_blas"
@@ -40,3 +47,12 @@ def trim_heap() -> None:
     except (OSError, AttributeError):
         return
     trim(0)
+
+
+def settle() -> None:
+    """After an index is loaded: :func:`trim_heap`; when the console entry turned the
+    collector off, freeze the objects made so far and turn it back on."""
+    trim_heap()
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
