@@ -19,7 +19,9 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
+
+import numpy as np
 
 from .errors import IndexCorruptedError
 
@@ -27,22 +29,52 @@ FAST = "xxh3_128"  #: manifest key of the fast checksums
 _BLOCK = 1 << 20
 
 
-def _digest(path: Path, h) -> str:
+def _digest(path: Path, h, finite: bool = False) -> tuple[str, bool | None]:
+    """(hex digest, finite) of a file. With ``finite`` the float32 data of a .npy file is
+    checked block by block as it is hashed (True / False: every value finite or not;
+    None: could not tell, e.g. not a .npy file); else the second part is None."""
     buf = bytearray(_BLOCK)
     view = memoryview(buf)
+    ok: bool | None = True if finite else None
+    pos, data = 0, -1
     with open(path, "rb", buffering=0) as f:
         while n := f.readinto(buf):
             h.update(view[:n])
-    return h.hexdigest()
+            if ok:
+                if pos == 0:
+                    data = _npy_data_offset(view[:n])
+                lo = max(data - pos, 0)
+                if data < 0 or (pos + lo - data) % 4:  # not .npy, or a short read split a value
+                    ok = None
+                elif n - lo >= 4:
+                    a = np.frombuffer(view[lo:n - (n - lo) % 4], dtype="<f4")
+                    ok = bool(np.isfinite(a).all())
+            pos += n
+    return h.hexdigest(), ok
+
+
+def _npy_data_offset(head: memoryview) -> int:
+    """Offset of the data of a .npy file that starts with ``head`` (-1: not .npy)."""
+    b = bytes(head[:12])
+    if len(b) < 12 or b[:6] != b"\x93NUMPY":
+        return -1
+    size = (int.from_bytes(b[8:10], "little") + 10 if b[6] == 1
+            else int.from_bytes(b[8:12], "little") + 12)
+    return size if size % 4 == 0 else -1
 
 
 def file_digest(path: str | os.PathLike, algorithm: str) -> str:
     """Hex digest of a file: ``"sha256"`` or ``"xxh3_128"``."""
+    return _file_digest(path, algorithm)[0]
+
+
+def _file_digest(path: str | os.PathLike, algorithm: str,
+                 finite: bool = False) -> tuple[str, bool | None]:
     if algorithm == FAST:
         import xxhash
-        return _digest(Path(path), xxhash.xxh3_128())
+        return _digest(Path(path), xxhash.xxh3_128(), finite)
     if algorithm == "sha256":
-        return _digest(Path(path), hashlib.sha256())
+        return _digest(Path(path), hashlib.sha256(), finite)
     raise ValueError(f"unknown checksum {algorithm!r}")
 
 
@@ -53,10 +85,13 @@ def manifest_checksums(root: Path, files: Iterable[Path]) -> dict[str, dict[str,
             FAST: {r: file_digest(p, FAST) for r, p in rels.items()}}
 
 
-def verify_files(root: Path, manifest: Mapping[str, Any]) -> str:
+def verify_files(root: Path, manifest: Mapping[str, Any],
+                 finite: Collection[str] = ()) -> tuple[str, set[str]]:
     """Check every file the manifest lists against its checksum (``xxh3_128`` when the
     manifest has them, else sha256); IndexCorruptedError names the first bad file.
-    Returns the algorithm used."""
+    The float32 .npy files named in ``finite`` are also checked for NaN / inf as they are
+    read (after their checksum: a mismatch is reported first). Returns the algorithm and
+    the files of ``finite`` that could not be checked that way (scan them yourself)."""
     want = manifest["files"]
     fast = manifest.get(FAST)
     if fast is not None:
@@ -67,15 +102,22 @@ def verify_files(root: Path, manifest: Mapping[str, Any]) -> str:
     else:
         algorithm = "sha256"
     rels = sorted(want, key=lambda r: -(root / r).stat().st_size)
-    for rel, got in zip(rels, _map(lambda r: file_digest(root / r, algorithm), rels, algorithm)):
+    unchecked = {r for r in finite if r not in want}
+    for rel, (got, ok) in zip(rels, _map(
+            lambda r: _file_digest(root / r, algorithm, r in finite), rels, algorithm)):
         if got != want[rel]:
             raise IndexCorruptedError(
                 f"{root / rel}: {algorithm} does not match the manifest; the file is "
                 f"corrupted, rebuild or restore the index")
-    return algorithm
+        if rel in finite and ok is None:
+            unchecked.add(rel)
+        elif ok is False:
+            raise IndexCorruptedError(f"{root / rel}: holds NaN or inf; the index is "
+                                      f"corrupted, rebuild or restore it")
+    return algorithm, unchecked
 
 
-def _map(fn: Callable[[str], str], rels: list[str], algorithm: str):
+def _map(fn: Callable[[str], Any], rels: list[str], algorithm: str):
     """XXH3 outruns reading the page cache: one thread. sha256 (hashlib releases the GIL)
     is hashed on every core."""
     workers = 1 if algorithm == FAST else max(1, min(len(rels), os.cpu_count() or 1))
@@ -91,19 +133,20 @@ class Verification:
     a load parses and validates the other files meanwhile; :meth:`result` joins it and
     raises what it raised."""
 
-    def __init__(self, root: Path, manifest: Mapping[str, Any]) -> None:
-        self._out: str | BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(root, manifest),
+    def __init__(self, root: Path, manifest: Mapping[str, Any],
+                 finite: Collection[str] = ()) -> None:
+        self._out: Any = None
+        self._thread = threading.Thread(target=self._run, args=(root, manifest, finite),
                                         name="hyperrag-verify", daemon=True)
         self._thread.start()
 
-    def _run(self, root: Path, manifest: Mapping[str, Any]) -> None:
+    def _run(self, root: Path, manifest: Mapping[str, Any], finite: Collection[str]) -> None:
         try:
-            self._out = verify_files(root, manifest)
+            self._out = verify_files(root, manifest, finite)
         except BaseException as e:  # noqa: BLE001 - handed to the joining thread
             self._out = e
 
-    def result(self) -> str:
+    def result(self) -> tuple[str, set[str]]:
         self._thread.join()
         if isinstance(self._out, BaseException):
             raise self._out

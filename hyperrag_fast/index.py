@@ -108,7 +108,7 @@ class HyperIndex:
         self.report = report or BuildReport(chunks=len(chunks))
         self._scratch = scratch
         self.bm25 = bm25 if bm25 is not None else fit_bm25([chunk_passage(c) for c in chunks])
-        self._chunk_index = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self._chunk_index: dict[str, int] | None = None  # built on first use (a query needs none)
 
     @property
     def merge(self) -> str:
@@ -126,6 +126,8 @@ class HyperIndex:
         return {"node_vec": self.node_vec, "edge_vec": self.edge_vec, "chunk_vec": self.chunk_vec}
 
     def chunk_index(self, chunk_id: str) -> int:
+        if self._chunk_index is None:
+            self._chunk_index = {c.chunk_id: i for i, c in enumerate(self.chunks)}
         return self._chunk_index[chunk_id]
 
     # ------------------------------------------------------------------ building

@@ -17,7 +17,7 @@ Layout of an index directory ``<index>/``::
       lexical.json         BM25 term list (column order), k1, b
       texts.sqlite         chunks (ids, doc ids, titles, spans, metadata, extraction JSON),
                            node names/descriptions, edge texts, group keys; a load reads
-                           the chunks and group keys, the rest on first use (LazyRows)
+                           the group keys, the rest on first use (hyperrag_fast.texts)
 
 Writers (``save``, and the read-modify-write of ``hyperrag index/add/delete``) hold the
 lock; a second writer waits up to its timeout, then gets :class:`IndexLockedError`.
@@ -37,10 +37,8 @@ import re
 import shutil
 import signal
 import sqlite3
-import threading
 import uuid
 from contextlib import contextmanager
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -48,17 +46,17 @@ from typing import Any, Callable, Iterator, TypeVar
 import filelock
 import numpy as np
 
-from .records import Chunk, Extraction, Segment
+from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
 from .checksums import FAST, Verification, manifest_checksums, verify_files
-from .validate import check_structure
+from .texts import TEXTS, LazyRows, extraction_from_json, extraction_to_json, read_texts  # noqa: F401
+from .validate import check_finite, check_structure
 
 # 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
 # 4: generation directories under a CURRENT pointer
 FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
-TEXTS = "texts.sqlite"
 SCRATCH_PREFIX = ".hyperrag-build-"  # + pid: a build's scratch folder (index.py)
 LEXICAL = "lexical.json"  # BM25 term list and parameters (postings: arrays/bm25_*.npy)
 CURRENT = "CURRENT"
@@ -87,20 +85,6 @@ class StoredIndex:
     group_key: list[str]
     ann_files: dict[str, Path] = field(default_factory=dict)
     lexical: dict[str, Any] = field(default_factory=dict)  # BM25 terms + parameters
-
-
-# ------------------------------------------------------------------ extraction JSON
-def extraction_to_json(ex: Extraction) -> str:
-    return json.dumps({"segments": [{"topic": s.topic, "entities": [list(e) for e in s.entities]}
-                                    for s in ex.segments], "error": ex.error},
-                      ensure_ascii=False)
-
-
-def extraction_from_json(text: str) -> Extraction:
-    d = json.loads(text)
-    segs = tuple(Segment(s["topic"], tuple((n, desc) for n, desc in s["entities"]))
-                 for s in d["segments"])
-    return Extraction(segs, d.get("error"))
 
 
 # ------------------------------------------------------------------------- saving
@@ -493,19 +477,22 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     for rel in manifest["files"]:
         if not (root / rel).is_file():
             raise IndexCorruptedError(f"{root / rel}: listed in the manifest but missing")
-    check = Verification(root, manifest) if verify else None
+    vec_files = {f"vectors/{k}.npy": k for k in VECTOR_KINDS}
+    # verified: checksums and the vectors' NaN / inf scan in one pass, on a thread
+    check = Verification(root, manifest, vec_files) if verify else None
     try:
-        s = _read_files(root, manifest, mmap)
+        s = _read_files(root, manifest, mmap, finite=not verify)
     except BaseException:
         if check is not None:
             check.result()  # a checksum mismatch is the error to report
         raise
     if check is not None:
-        check.result()
+        _, unchecked = check.result()
+        check_finite(s.vectors, sorted(vec_files[r] for r in unchecked), root)
     return s
 
 
-def _read_files(root: Path, manifest: dict[str, Any], mmap: bool) -> StoredIndex:
+def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) -> StoredIndex:
     mode = "r" if mmap else None
 
     def npy(rel: str) -> np.ndarray:
@@ -517,9 +504,9 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool) -> StoredIndex
     arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
               if rel.startswith("arrays/") and rel.endswith(".npy")}
     vectors = {k: npy(f"vectors/{k}.npy") for k in VECTOR_KINDS}
-    check_structure(manifest, arrays, vectors, root)  # before any compiled code reads them
+    check_structure(manifest, arrays, vectors, root, finite)  # before compiled code reads them
     try:
-        texts = _read_sqlite(root / TEXTS)
+        texts = read_texts(root / TEXTS)
     except (sqlite3.Error, KeyError, ValueError) as e:
         raise IndexCorruptedError(f"{root / TEXTS}: unreadable ({e})") from None
     ann = {k: root / v for k, v in manifest.get("ann_files", {}).items()}
@@ -530,68 +517,6 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool) -> StoredIndex
     s = StoredIndex(manifest, arrays, vectors, *texts, ann_files=ann, lexical=lexical)
     _check_counts(root, s)
     return s
-
-
-class LazyRows(Sequence):
-    """A read-only list whose rows are read from the index's ``texts.sqlite`` on first use
-    (what a query never reads: extractions, state names and descriptions, topic texts).
-    The connection is opened at load, so a later writer removing this generation's files
-    does not take the rows away."""
-
-    def __init__(self, con: sqlite3.Connection, sql: str, n: int,
-                 convert: Callable[[Any], Any]) -> None:
-        self._con, self._sql, self._n, self._convert = con, sql, n, convert
-        self._rows: list | None = None
-        self._lock = threading.Lock()
-
-    def _all(self) -> list:
-        if self._rows is None:
-            with self._lock:
-                if self._rows is None:
-                    try:
-                        rows = [self._convert(r) for r in self._con.execute(self._sql)]
-                    except (sqlite3.Error, KeyError, ValueError) as e:
-                        raise IndexCorruptedError(f"{TEXTS}: unreadable ({e})") from None
-                    if len(rows) != self._n:
-                        raise IndexCorruptedError(f"{TEXTS}: {len(rows)} rows, expected {self._n}")
-                    self._rows = rows
-        return self._rows
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i):
-        return self._all()[i]
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __eq__(self, other) -> bool:
-        return list(self) == list(other)
-
-    def __add__(self, other):
-        return list(self) + list(other)
-
-    def __repr__(self) -> str:
-        return f"LazyRows({self._n} rows{'' if self._rows is None else ', loaded'})"
-
-
-def _read_sqlite(path: Path):
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    rows = con.execute('SELECT chunk_id, doc_id, title, text, start, "end", metadata '
-                       'FROM chunks ORDER BY idx').fetchall()
-    chunks = [Chunk(r[0], r[1], r[2], r[3], r[4], r[5], {} if r[6] == "{}" else json.loads(r[6]))
-              for r in rows]
-    n_nodes = con.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
-    n_edges = con.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
-    groups = [r[0] for r in con.execute("SELECT key FROM groups ORDER BY idx")]
-    first = lambda r: r[0]  # noqa: E731
-    extractions = LazyRows(con, "SELECT extraction FROM chunks ORDER BY idx", len(chunks),
-                           lambda r: extraction_from_json(r[0]))
-    names = LazyRows(con, "SELECT name FROM nodes ORDER BY idx", n_nodes, first)
-    descs = LazyRows(con, "SELECT description FROM nodes ORDER BY idx", n_nodes, first)
-    edges = LazyRows(con, "SELECT text FROM edges ORDER BY idx", n_edges, first)
-    return chunks, extractions, names, descs, edges, groups
 
 
 def _check_counts(root: Path, s: StoredIndex) -> None:
