@@ -85,7 +85,7 @@ def test_embedder_mismatch_exit_code(tmp_path, corpus, capsys, monkeypatch):
                "--embedder", "hashing")[0] == 0
     from hyperrag_fast import cli
     from hyperrag_fast.embed.hashing import HashingEmbedder
-    monkeypatch.setattr(cli, "embedder_for", lambda m: HashingEmbedder(dim=8))
+    monkeypatch.setattr(cli, "embedder_for", lambda m, threads=None: HashingEmbedder(dim=8))
     code, _, err = run(capsys, "query", str(ix), "q")
     assert code == 2 and "embedder" in err
 
