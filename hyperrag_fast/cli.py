@@ -481,8 +481,15 @@ def _print_human(cmd: str, out: dict[str, Any]) -> None:
         print("counts: " + ", ".join(f"{k}={v}" for k, v in out["counts"].items()))
 
 
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors printed as one line (exit 2); LLMError only if the LLM client was imported
+    (a query never imports it: ~17 ms of http/email modules)."""
+    client = sys.modules.get(f"{__package__}.llm.client")
+    return (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
+            ValueError) + ((client.LLMError,) if client is not None else ())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from .llm.client import LLMError
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:  # its own parsers and output (argparse cannot forward options)
         from .cli_answers import run_eval
@@ -490,8 +497,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         out = args.func(args)
-    except (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
-            ValueError, LLMError) as e:
+    except Exception as e:  # noqa: BLE001 - only the user-facing kinds below are caught
+        if not isinstance(e, _user_errors()):
+            raise
         print(f"hyperrag: error: {e}", file=sys.stderr)
         return 2
     if out is None:  # the command printed its own output (query --questions)

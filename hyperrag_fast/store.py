@@ -50,7 +50,8 @@ from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
 from .checksums import FAST, Verification, manifest_checksums, verify_files
-from .texts import TEXTS, LazyRows, extraction_from_json, extraction_to_json, read_texts  # noqa: F401
+from .texts import (TEXTS, LazyRows, extraction_from_json,  # noqa: F401 (re-exported)
+                    extraction_to_json, read_texts)
 from .validate import check_finite, check_structure
 
 # 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
