@@ -173,7 +173,8 @@ class VectorIndex:
         ids = np.empty((Q.shape[0], k), np.int64)
         sims = np.empty((Q.shape[0], k), np.float32)
         for i in range(Q.shape[0]):
-            if expand_rescore_topk(keys[i], n_distinct, kd, self._dup_ptr, self._dup_ids, self.vectors,
+            if expand_rescore_topk(keys[i], n_distinct, kd, np.asarray(self._dup_ptr),  # no memmap:
+                                   np.asarray(self._dup_ids), self.vectors,  # typed in C
                                    Q[i], k, ids[i], sims[i]) < kd:
                 # HNSW returned fewer than k distinct hits: answer this row exactly
                 e_ids, e_s = self._exact(Q[i:i + 1], k)

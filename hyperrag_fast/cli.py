@@ -1,4 +1,5 @@
-"""``hyperrag`` command line: index, add, delete, build-methods, query, ask, info, demo, eval.
+"""``hyperrag`` command line: index, add, delete, upgrade, build-methods, query, ask, info,
+demo, eval.
 
 ``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
@@ -67,8 +68,12 @@ def _llm_extractor(args, model: str | None, index_path: str | None):
                         retry_failures=args.retry_failures)
 
 
-def embedder_for(manifest: dict[str, Any]):
-    """The embedder an index was built with, from its manifest name."""
+def embedder_for(manifest: dict[str, Any], threads: int | None = None):
+    """The embedder an index was built with, from its manifest name. ``threads``: the
+    ONNX MiniLM's intra-op threads (one question: 1 spares ~40 ms of CPU starting the
+    pool; its vectors are bit-identical to the default's)."""
+    if threads is not None and manifest["embedder"]["name"] == "all-MiniLM-L6-v2-onnx-int8":
+        return make_embedder("minilm", intra_op_threads=threads)
     try:
         return embedder_for_name(manifest["embedder"]["name"])
     except ValueError as e:
@@ -95,11 +100,12 @@ def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = 
                    f"construct; use the Python API")
 
 
-def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None):
+def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None,
+          threads: int | None = None):
     from .index import HyperIndex
     manifest = read_manifest(path)
     extractor = extractor_for(manifest, args, path) if with_extractor else None
-    return HyperIndex.load(path, embedder=embedder_for(manifest), verify=verify,
+    return HyperIndex.load(path, embedder=embedder_for(manifest, threads), verify=verify,
                            extractor=extractor)
 
 
@@ -230,7 +236,10 @@ def cmd_query(a) -> dict[str, Any] | None:
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
-    ix = _load(a.index, verify=not a.no_verify)
+    from .lean import settle, skip_blas_probe
+    skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
+    ix = _load(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
+    settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a)
     r = _retriever(ix, a.index, a.method)
 
@@ -270,6 +279,15 @@ def cmd_build_methods(a) -> dict[str, Any]:
             "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
 
 
+def cmd_upgrade(a) -> dict[str, Any]:
+    from .store import upgrade_checksums
+    done = upgrade_checksums(_existing(a.index), a.lock_timeout)
+    return {"index": a.index, "upgraded": done,
+            "report": {"summary": "recorded xxh3_128 checksums" if done
+                       else "already has xxh3_128 checksums"},
+            "counts": read_manifest(a.index)["counts"]}
+
+
 def cmd_info(a) -> dict[str, Any]:
     ix = _load(a.index, verify=not a.no_verify)
     g = ix.graph
@@ -278,6 +296,7 @@ def cmd_info(a) -> dict[str, Any]:
         sizes[key] += n
     m = read_manifest(a.index)
     m.pop("files", None)
+    m.pop("xxh3_128", None)
     return {"manifest": m, "biggest_groups": sizes.most_common(a.groups)}
 
 
@@ -395,6 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("doc_ids", nargs="+")
     s.set_defaults(func=cmd_delete)
 
+    s = sub.add_parser("upgrade", parents=[common, lock],
+                       help="verify an index saved before the fast checksums (sha256) and "
+                            "record its xxh3_128 checksums: faster verified loads")
+    s.add_argument("index")
+    s.set_defaults(func=cmd_upgrade)
+
     from .config import TUNED
     from .methods import METHODS
     s = sub.add_parser("build-methods", parents=[common],
@@ -459,8 +484,15 @@ def _print_human(cmd: str, out: dict[str, Any]) -> None:
         print("counts: " + ", ".join(f"{k}={v}" for k, v in out["counts"].items()))
 
 
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors printed as one line (exit 2); LLMError only if the LLM client was imported
+    (a query never imports it: ~17 ms of http/email modules)."""
+    client = sys.modules.get(f"{__package__}.llm.client")
+    return (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
+            ValueError) + ((client.LLMError,) if client is not None else ())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from .llm.client import LLMError
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:  # its own parsers and output (argparse cannot forward options)
         from .cli_answers import run_eval
@@ -468,8 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         out = args.func(args)
-    except (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
-            ValueError, LLMError) as e:
+    except Exception as e:  # noqa: BLE001 - only the user-facing kinds below are caught
+        if not isinstance(e, _user_errors()):
+            raise
         print(f"hyperrag: error: {e}", file=sys.stderr)
         return 2
     if out is None:  # the command printed its own output (query --questions)
@@ -481,5 +514,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> int:
+    """The console entry (``hyperrag``): :func:`main` in a process of its own, with the
+    garbage collector handled as :mod:`hyperrag_fast.lean` explains."""
+    import gc
+    gc.disable()
+    try:
+        return main()
+    finally:
+        gc.freeze()  # the interpreter's exit then scans nothing it need not
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

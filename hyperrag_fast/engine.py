@@ -95,13 +95,14 @@ class StitchEngine:
     def _index_arrays(self, opts: StitchOptions) -> IndexArrays:
         g = self.graph
         gw, ga = self._derived(opts)
+        a = np.asarray  # memory maps as plain views: Numba types those in C (same types)
         return IndexArrays(
-            node_chunk=g.node_chunk, node_group=g.node_group, nc_ptr=g.nc_ptr,
-            nc_chunks=g.nc_chunks, edge_ptr=g.edge_ptr, edge_nodes=g.edge_nodes,
-            node_ptr=g.node_ptr, node_edges=g.node_edges, group_ptr=g.group_ptr,
-            group_nodes=g.group_nodes, chunk_ptr=g.chunk_ptr, chunk_nodes=g.chunk_nodes,
-            group_chunks=g.group_chunks, node_vec=self.node_vec, edge_vec=self.edge_vec,
-            chunk_vec=self.chunk_vec, group_weight=gw, group_alpha=ga)
+            node_chunk=a(g.node_chunk), node_group=a(g.node_group), nc_ptr=a(g.nc_ptr),
+            nc_chunks=a(g.nc_chunks), edge_ptr=a(g.edge_ptr), edge_nodes=a(g.edge_nodes),
+            node_ptr=a(g.node_ptr), node_edges=a(g.node_edges), group_ptr=a(g.group_ptr),
+            group_nodes=a(g.group_nodes), chunk_ptr=a(g.chunk_ptr), chunk_nodes=a(g.chunk_nodes),
+            group_chunks=a(g.group_chunks), node_vec=a(self.node_vec), edge_vec=a(self.edge_vec),
+            chunk_vec=a(self.chunk_vec), group_weight=gw, group_alpha=ga)
 
     def _scratch(self):
         sc = getattr(self._local, "scratch", None)

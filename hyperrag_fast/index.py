@@ -20,7 +20,7 @@ import weakref
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -30,8 +30,6 @@ from .build.clock import StageClock, peak_rss_mb, rss_mb
 from .build.distinct import DistinctRows
 from .build.lexical import BM25Arrays, fit_bm25
 from .config import BuildOptions
-from .build.pipeline import (Built, Seed, assemble, extraction_errors, seed_table,
-                             stream_build)
 from .build.vectors import TextVectors
 from .chunking import LoadResult, chunk_passage
 from .embed.base import Embedder
@@ -42,7 +40,16 @@ from .records import Chunk, Extraction
 from .store import (SCRATCH_PREFIX, IndexCorruptedError, IndexMismatchError, StoredIndex,
                     load_index, read_generation, save_index)
 
+if TYPE_CHECKING:
+    from .build.pipeline import Built, Seed
+
 KINDS = ("node_vec", "edge_vec", "chunk_vec")
+
+
+def _pipeline():
+    """The build pipeline, imported by the writers only (a query process needs none of it)."""
+    from .build import pipeline
+    return pipeline
 
 
 @dataclass
@@ -108,7 +115,7 @@ class HyperIndex:
         self.report = report or BuildReport(chunks=len(chunks))
         self._scratch = scratch
         self.bm25 = bm25 if bm25 is not None else fit_bm25([chunk_passage(c) for c in chunks])
-        self._chunk_index = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self._chunk_index: dict[str, int] | None = None  # built on first use (a query needs none)
 
     @property
     def merge(self) -> str:
@@ -126,6 +133,8 @@ class HyperIndex:
         return {"node_vec": self.node_vec, "edge_vec": self.edge_vec, "chunk_vec": self.chunk_vec}
 
     def chunk_index(self, chunk_id: str) -> int:
+        if self._chunk_index is None:
+            self._chunk_index = {c.chunk_id: i for i, c in enumerate(self.chunks)}
         return self._chunk_index[chunk_id]
 
     # ------------------------------------------------------------------ building
@@ -155,9 +164,9 @@ class HyperIndex:
         scratch = _Scratch(workdir)
         clock = StageClock()
         with clock:
-            built = stream_build(source, extractor, emb, merge=merge, max_tokens=max_tokens,
-                                 overlap=overlap, options=options, workdir=scratch.path / "table",
-                                 clock=clock, progress=progress)
+            built = _pipeline().stream_build(
+                source, extractor, emb, merge=merge, max_tokens=max_tokens, overlap=overlap,
+                options=options, workdir=scratch.path / "table", clock=clock, progress=progress)
             return cls._finish(built, scratch, clock, len(built.chunks), extractor_name=extractor.name,
                                max_tokens=max_tokens, overlap=overlap,
                                ann_params=ann_params or AnnParams(), extractor=extractor,
@@ -183,7 +192,7 @@ class HyperIndex:
                    for k in KINDS}
         report = BuildReport(chunks=len(built.chunks), new_chunks=new_chunks,
                              embedded_texts=built.embedded_texts, skipped=built.skipped,
-                             extraction_errors=extraction_errors(
+                             extraction_errors=_pipeline().extraction_errors(
                                  built.chunks[len(built.chunks) - new_chunks:],
                                  built.extractions[len(built.chunks) - new_chunks:]))
         report.stages = clock.report()
@@ -191,7 +200,7 @@ class HyperIndex:
                    report=report, scratch=scratch, bm25=bm25, **kw)
 
     def _seed(self) -> Seed:
-        return Seed(self.chunks, self.extractions, self.graph, self.vectors())
+        return _pipeline().Seed(self.chunks, self.extractions, self.graph, self.vectors())
 
     def _rebuilt(self, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
                  embedder: Embedder | None, extend: bool = False) -> BuildReport:
@@ -216,11 +225,10 @@ class HyperIndex:
         scratch = _Scratch(workdir)
         clock = StageClock()
         with clock:
-            built = stream_build(source, extractor, embedder, merge=self.merge,
-                                 max_tokens=self.max_tokens, overlap=self.overlap,
-                                 options=options or BuildOptions(),
-                                 workdir=scratch.path / "table", clock=clock,
-                                 progress=progress, seed=self._seed())
+            built = _pipeline().stream_build(
+                source, extractor, embedder, merge=self.merge, max_tokens=self.max_tokens,
+                overlap=self.overlap, options=options or BuildOptions(),
+                workdir=scratch.path / "table", clock=clock, progress=progress, seed=self._seed())
             return self._rebuilt(built, scratch, clock, len(built.chunks) - self.n_chunks,
                                  embedder, extend=True)
 
@@ -241,12 +249,12 @@ class HyperIndex:
         clock = StageClock()
         with clock:
             table = TextVectors(scratch.path / "table", self.embedder_dim)
-            seed_table(table, self._seed())
+            _pipeline().seed_table(table, self._seed())
             chunks = [self.chunks[i] for i in keep]
             exts = [self.extractions[i] for i in keep]
             emb = self.embedder or _NoEmbedder(self.embedder_name, self.embedder_dim)
-            graph, codes = assemble(chunks, exts, self.merge, None, table, emb, clock)
-            built = Built(chunks, exts, graph, table, codes,
+            graph, codes = _pipeline().assemble(chunks, exts, self.merge, None, table, emb, clock)
+            built = _pipeline().Built(chunks, exts, graph, table, codes,
                           embedded_texts=clock.counts.get("texts_embedded", 0))
             self._rebuilt(built, scratch, clock, 0, emb)
         return removed

@@ -40,15 +40,22 @@ class GroupLookup:
 
     def __init__(self, graph) -> None:
         self.graph = graph
-        self._ids: dict[str, list[int]] = {}
-        for g, key in enumerate(graph.group_key):
-            self._ids.setdefault(key, []).append(g)
-        self.max_words = max((k.count(" ") + 1 for k in self._ids), default=1)
+        keys = graph.group_key
+        self._id = dict(zip(keys, range(len(keys))))  # C speed; keys are usually distinct
+        self._ids: dict[str, list[int]] = {}  # keys that name several groups
+        if len(self._id) < len(keys):
+            for g, key in enumerate(keys):
+                self._ids.setdefault(key, []).append(g)
+            self._ids = {k: v for k, v in self._ids.items() if len(v) > 1}
+        self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
 
     def groups_of_keys(self, keys: Sequence[str]) -> list[int]:
         out: list[int] = []
         for k in keys:
-            out.extend(self._ids.get(k, ()))
+            if k in self._ids:
+                out.extend(self._ids[k])
+            elif k in self._id:
+                out.append(self._id[k])
         return sorted(set(out))
 
     def ngram_keys(self, text: str, max_n: int = 6, min_n: int = 1) -> list[str]:

@@ -6,7 +6,8 @@ Layout of an index directory ``<index>/``::
     .lock                the single-writer lock (:func:`writer_lock`), never part of an index
     gen-<seq>-<rand>/    one immutable generation per save:
       manifest.json        format version, embedder/extractor names, merge, counts,
-                           ANN settings, sha256 of every other file
+                           ANN settings, sha256 and xxh3_128 of every other file
+                           (:mod:`hyperrag_fast.checksums`)
       arrays/<name>.npy    hypergraph int arrays (ARRAY_FIELDS), mmap-able, and what a query
                            needs derived at build time: BM25 postings (bm25_indptr/indices/
                            data) and each HNSW kind's distinct rows (<kind>_rep/_dup_ptr/
@@ -16,7 +17,7 @@ Layout of an index directory ``<index>/``::
       lexical.json         BM25 term list (column order), k1, b
       texts.sqlite         chunks (ids, doc ids, titles, spans, metadata, extraction JSON),
                            node names/descriptions, edge texts, group keys; a load reads
-                           the chunks and group keys, the rest on first use (LazyRows)
+                           the group keys, the rest on first use (hyperrag_fast.texts)
 
 Writers (``save``, and the read-modify-write of ``hyperrag index/add/delete``) hold the
 lock; a second writer waits up to its timeout, then gets :class:`IndexLockedError`.
@@ -30,17 +31,14 @@ and memory maps outlive a pruned generation (POSIX unlink semantics).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
 import signal
 import sqlite3
-import threading
 import uuid
 from contextlib import contextmanager
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -48,16 +46,18 @@ from typing import Any, Callable, Iterator, TypeVar
 import filelock
 import numpy as np
 
-from .records import Chunk, Extraction, Segment
+from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
-from .validate import check_structure
+from .checksums import FAST, Verification, manifest_checksums, verify_files
+from .texts import (TEXTS, LazyRows, extraction_from_json,  # noqa: F401 (re-exported)
+                    extraction_to_json, read_texts)
+from .validate import check_finite, check_structure
 
 # 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
 # 4: generation directories under a CURRENT pointer
 FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
-TEXTS = "texts.sqlite"
 SCRATCH_PREFIX = ".hyperrag-build-"  # + pid: a build's scratch folder (index.py)
 LEXICAL = "lexical.json"  # BM25 term list and parameters (postings: arrays/bm25_*.npy)
 CURRENT = "CURRENT"
@@ -88,20 +88,6 @@ class StoredIndex:
     lexical: dict[str, Any] = field(default_factory=dict)  # BM25 terms + parameters
 
 
-# ------------------------------------------------------------------ extraction JSON
-def extraction_to_json(ex: Extraction) -> str:
-    return json.dumps({"segments": [{"topic": s.topic, "entities": [list(e) for e in s.entities]}
-                                    for s in ex.segments], "error": ex.error},
-                      ensure_ascii=False)
-
-
-def extraction_from_json(text: str) -> Extraction:
-    d = json.loads(text)
-    segs = tuple(Segment(s["topic"], tuple((n, desc) for n, desc in s["entities"]))
-                 for s in d["segments"])
-    return Extraction(segs, d.get("error"))
-
-
 # ------------------------------------------------------------------------- saving
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -109,14 +95,6 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _npy_file_of(a: np.ndarray) -> Path | None:
@@ -337,7 +315,7 @@ def _write_generation(gen: Path, s: StoredIndex,
     (gen / LEXICAL).write_text(json.dumps(s.lexical, ensure_ascii=False), encoding="utf-8")
     files = sorted(p for p in gen.rglob("*") if p.is_file())
     manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
-                    files={p.relative_to(gen).as_posix(): _sha256(p) for p in files})
+                    **manifest_checksums(gen, files))
     (gen / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
     for p in [*files, gen / MANIFEST]:
         _fsync_path(p)
@@ -365,7 +343,8 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
     (see the module docstring); returns the generation directory.
 
     ``write_ann(dir)`` writes ANN files into ``dir`` and returns ``{kind: file name}``.
-    ``s.manifest`` gets ``format_version``, ``files`` (sha256) and ``ann_files`` added.
+    ``s.manifest`` gets ``format_version``, ``files`` (sha256), ``xxh3_128`` and
+    ``ann_files`` added.
     Takes the writer lock (timeout 0) unless this thread holds it. If anything fails
     before publishing, the new generation is removed and the live one stays untouched.
     """
@@ -384,6 +363,43 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
         _publish(root, gen.name)
         _remove_leftovers(root, {gen.name, *([live] if live else [])})
     return gen
+
+
+def upgrade_checksums(path: str | os.PathLike, timeout: float = 0) -> bool:
+    """Give a format-4 index saved before issue 13 its ``xxh3_128`` checksums (fast
+    verified loads): every file is verified against its sha256 first, then a new
+    generation of hard links (copies where links fail) with the extended manifest is
+    published as by :func:`save_index`. False (nothing written) when it has them already."""
+    with writer_lock(path, timeout, create=False) as root:
+        live = _clean(root)
+        src = generation_dir(root)
+        manifest = _read_manifest_at(src)
+        if FAST in manifest:
+            return False
+        verify_files(src, manifest)
+        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
+        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
+        try:
+            for rel in manifest["files"]:
+                (gen / rel).parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(src / rel, gen / rel)
+                except OSError:
+                    shutil.copy2(src / rel, gen / rel)
+            files = [gen / rel for rel in manifest["files"]]
+            sums = manifest_checksums(gen, files)
+            if sums["files"] != manifest["files"]:  # changed between verifying and linking
+                raise IndexCorruptedError(f"{src}: files changed while upgrading")
+            (gen / MANIFEST).write_text(json.dumps(dict(manifest, **sums), indent=2,
+                                                   ensure_ascii=False))
+            for p in [*files, gen / MANIFEST, *{p.parent for p in files}, gen]:
+                _fsync_path(p)
+        except BaseException:
+            shutil.rmtree(gen, ignore_errors=True)
+            raise
+        _publish(root, gen.name)
+        _remove_leftovers(root, {gen.name, *([live] if live else [])})
+    return True
 
 
 # ------------------------------------------------------------------------ loading
@@ -452,8 +468,8 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
 
 def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> StoredIndex:
     """Read the live generation of an index directory; ``mmap`` maps .npy files read-only;
-    ``verify`` checks the sha256 of every file listed in the manifest (skip it for speed
-    on trusted disks)."""
+    ``verify`` checks the checksum of every file listed in the manifest (xxh3_128, or
+    sha256 for indexes saved before issue 13; see :mod:`hyperrag_fast.checksums`)."""
     return read_generation(path, lambda gen: _load_generation(gen, mmap, verify))
 
 
@@ -462,15 +478,22 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     for rel in manifest["files"]:
         if not (root / rel).is_file():
             raise IndexCorruptedError(f"{root / rel}: listed in the manifest but missing")
-    if verify:  # hashlib releases the GIL: files are hashed on every core
-        from concurrent.futures import ThreadPoolExecutor
-        rels = sorted(manifest["files"], key=lambda r: -(root / r).stat().st_size)
-        with ThreadPoolExecutor(max(1, min(len(rels), os.cpu_count() or 1))) as pool:
-            for rel, got in zip(rels, pool.map(lambda r: _sha256(root / r), rels)):
-                if got != manifest["files"][rel]:
-                    raise IndexCorruptedError(
-                        f"{root / rel}: sha256 does not match the manifest; the file is "
-                        f"corrupted, rebuild or restore the index")
+    vec_files = {f"vectors/{k}.npy": k for k in VECTOR_KINDS}
+    # verified: checksums and the vectors' NaN / inf scan in one pass, on a thread
+    check = Verification(root, manifest, vec_files) if verify else None
+    try:
+        s = _read_files(root, manifest, mmap, finite=not verify)
+    except BaseException:
+        if check is not None:
+            check.result()  # a checksum mismatch is the error to report
+        raise
+    if check is not None:
+        _, unchecked = check.result()
+        check_finite(s.vectors, sorted(vec_files[r] for r in unchecked), root)
+    return s
+
+
+def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) -> StoredIndex:
     mode = "r" if mmap else None
 
     def npy(rel: str) -> np.ndarray:
@@ -482,9 +505,9 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
               if rel.startswith("arrays/") and rel.endswith(".npy")}
     vectors = {k: npy(f"vectors/{k}.npy") for k in VECTOR_KINDS}
-    check_structure(manifest, arrays, vectors, root)  # before any compiled code reads them
+    check_structure(manifest, arrays, vectors, root, finite)  # before compiled code reads them
     try:
-        texts = _read_sqlite(root / TEXTS)
+        texts = read_texts(root / TEXTS)
     except (sqlite3.Error, KeyError, ValueError) as e:
         raise IndexCorruptedError(f"{root / TEXTS}: unreadable ({e})") from None
     ann = {k: root / v for k, v in manifest.get("ann_files", {}).items()}
@@ -495,67 +518,6 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     s = StoredIndex(manifest, arrays, vectors, *texts, ann_files=ann, lexical=lexical)
     _check_counts(root, s)
     return s
-
-
-class LazyRows(Sequence):
-    """A read-only list whose rows are read from the index's ``texts.sqlite`` on first use
-    (what a query never reads: extractions, state names and descriptions, topic texts).
-    The connection is opened at load, so a later writer removing this generation's files
-    does not take the rows away."""
-
-    def __init__(self, con: sqlite3.Connection, sql: str, n: int,
-                 convert: Callable[[Any], Any]) -> None:
-        self._con, self._sql, self._n, self._convert = con, sql, n, convert
-        self._rows: list | None = None
-        self._lock = threading.Lock()
-
-    def _all(self) -> list:
-        if self._rows is None:
-            with self._lock:
-                if self._rows is None:
-                    try:
-                        rows = [self._convert(r) for r in self._con.execute(self._sql)]
-                    except (sqlite3.Error, KeyError, ValueError) as e:
-                        raise IndexCorruptedError(f"{TEXTS}: unreadable ({e})") from None
-                    if len(rows) != self._n:
-                        raise IndexCorruptedError(f"{TEXTS}: {len(rows)} rows, expected {self._n}")
-                    self._rows = rows
-        return self._rows
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i):
-        return self._all()[i]
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __eq__(self, other) -> bool:
-        return list(self) == list(other)
-
-    def __add__(self, other):
-        return list(self) + list(other)
-
-    def __repr__(self) -> str:
-        return f"LazyRows({self._n} rows{'' if self._rows is None else ', loaded'})"
-
-
-def _read_sqlite(path: Path):
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    rows = con.execute('SELECT chunk_id, doc_id, title, text, start, "end", metadata '
-                       'FROM chunks ORDER BY idx').fetchall()
-    chunks = [Chunk(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
-    n_nodes = con.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
-    n_edges = con.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
-    groups = [r[0] for r in con.execute("SELECT key FROM groups ORDER BY idx")]
-    first = lambda r: r[0]  # noqa: E731
-    extractions = LazyRows(con, "SELECT extraction FROM chunks ORDER BY idx", len(chunks),
-                           lambda r: extraction_from_json(r[0]))
-    names = LazyRows(con, "SELECT name FROM nodes ORDER BY idx", n_nodes, first)
-    descs = LazyRows(con, "SELECT description FROM nodes ORDER BY idx", n_nodes, first)
-    edges = LazyRows(con, "SELECT text FROM edges ORDER BY idx", n_edges, first)
-    return chunks, extractions, names, descs, edges, groups
 
 
 def _check_counts(root: Path, s: StoredIndex) -> None:

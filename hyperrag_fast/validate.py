@@ -41,10 +41,22 @@ class _Broken(Exception):
 
 
 def check_structure(manifest: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
-                    vectors: Mapping[str, np.ndarray], root: str | Path | None = None) -> None:
-    """Raise :class:`~hyperrag_fast.store.IndexCorruptedError` naming the file and the broken rule, if any."""
+                    vectors: Mapping[str, np.ndarray], root: str | Path | None = None,
+                    finite: bool = True) -> None:
+    """Raise :class:`~hyperrag_fast.store.IndexCorruptedError` naming the file and the
+    broken rule, if any. ``finite=False`` leaves the NaN / inf scan of the vectors to the
+    caller (a verified load does it while hashing, ``hyperrag_fast.checksums``)."""
+    _raise_named(lambda: _check(manifest, arrays, vectors, finite), root)
+
+
+def check_finite(vectors: Mapping[str, np.ndarray], names, root: str | Path | None = None) -> None:
+    """The NaN / inf scan of :func:`check_structure` for the vectors ``names``."""
+    _raise_named(lambda: [_check_finite(n, vectors[n]) for n in names], root)
+
+
+def _raise_named(check, root) -> None:
     try:
-        _check(manifest, arrays, vectors)
+        check()
     except _Broken as b:
         sub = "vectors" if b.name.endswith("_vec") else "arrays"
         where = f"{sub}/{b.name}.npy" if b.name != "manifest.json" else b.name
@@ -88,7 +100,16 @@ def _pair_keys(rows: np.ndarray, cols: np.ndarray, n_cols: int) -> np.ndarray:
     return np.sort(rows.astype(np.int64) * max(n_cols, 1) + cols)
 
 
-def _check(manifest, arrays, vectors) -> None:
+def _check_finite(name: str, m: np.ndarray) -> None:
+    rows = max(1, (1 << 22) // max(m.shape[1], 1))  # blocks of 4M values: no full-size temporary
+    for i in range(0, m.shape[0], rows):
+        ok = np.isfinite(m[i:i + rows]).all()
+        release(m)  # scanned pages leave the resident set
+        if not ok:
+            raise _Broken(name, "holds NaN or inf")
+
+
+def _check(manifest, arrays, vectors, finite: bool = True) -> None:
     counts = manifest.get("counts", {})
     try:
         n_c, n_v, n_e, n_g = (int(counts[k]) for k in ("chunks", "nodes", "edges", "groups"))
@@ -157,12 +178,8 @@ def _check(manifest, arrays, vectors) -> None:
                 or m.dtype.byteorder not in ("=", _NATIVE) or not m.flags.c_contiguous):
             raise _Broken(name, f"expected C-ordered float32 of shape ({n}, {dim}), got "
                                 f"{m.dtype.str} {m.shape}")
-        rows = max(1, (1 << 22) // max(dim, 1))  # blocks of 4M values: no full-size temporary
-        for i in range(0, n, rows):
-            ok = np.isfinite(m[i:i + rows]).all()
-            release(m)  # scanned pages leave the resident set
-            if not ok:
-                raise _Broken(name, "holds NaN or inf")
+        if finite:
+            _check_finite(name, m)
         _check_distinct(arrays, name, n)
     _check_bm25(arrays, n_c)
 

@@ -85,7 +85,7 @@ def test_embedder_mismatch_exit_code(tmp_path, corpus, capsys, monkeypatch):
                "--embedder", "hashing")[0] == 0
     from hyperrag_fast import cli
     from hyperrag_fast.embed.hashing import HashingEmbedder
-    monkeypatch.setattr(cli, "embedder_for", lambda m: HashingEmbedder(dim=8))
+    monkeypatch.setattr(cli, "embedder_for", lambda m, threads=None: HashingEmbedder(dim=8))
     code, _, err = run(capsys, "query", str(ix), "q")
     assert code == 2 and "embedder" in err
 
@@ -124,3 +124,21 @@ def test_build_methods_then_query_the_prebuilt_methods(tmp_path, corpus, capsys)
         assert code == 0 and 1 <= len(out["chunks"]) <= 2, m
     code, _, err = run(capsys, "build-methods", ix, "no_such_method")
     assert code == 2 and "unknown method" in err
+
+
+def test_upgrade_records_fast_checksums(tmp_path, corpus, capsys):
+    """``hyperrag upgrade`` gives a sha256-only index (saved before issue 13) xxh3_128."""
+    docs, _ = corpus
+    ix = str(tmp_path / "ix")
+    assert run(capsys, "index", str(docs), ix, "--extractor", "regex", "--embedder",
+               "hashing")[0] == 0
+    mf = generation_dir(ix) / "manifest.json"
+    m = json.loads(mf.read_text())
+    del m["xxh3_128"]
+    mf.write_text(json.dumps(m))
+    code, out, _ = run(capsys, "upgrade", ix)
+    assert code == 0 and out["upgraded"] is True
+    assert "xxh3_128" in json.loads((generation_dir(ix) / "manifest.json").read_text())
+    code, out, _ = run(capsys, "upgrade", ix)
+    assert code == 0 and out["upgraded"] is False
+    assert run(capsys, "query", ix, "Lord Byron")[0] == 0

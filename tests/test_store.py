@@ -129,3 +129,131 @@ def test_refuses_to_replace_non_index(tmp_path, index):
     with pytest.raises(FileExistsError):
         index.save(tmp_path / "data")
     assert (tmp_path / "data" / "keep.txt").exists()
+
+
+def test_fast_checksums_recorded_and_checked(tmp_path, index):
+    """Saves record xxh3_128 beside sha256; a verified load checks xxh3_128."""
+    index.save(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    m = json.loads((gen / "manifest.json").read_text())
+    assert m["xxh3_128"].keys() == m["files"].keys()
+    assert all(len(d) == 32 for d in m["xxh3_128"].values())
+    assert store.verify_files(gen, m)[0] == "xxh3_128"
+    f = gen / "arrays" / "edge_ptr.npy"
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0x01
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="edge_ptr.npy: xxh3_128 does not match"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def _drop_fast_checksums(ix_dir) -> None:
+    mf = store.generation_dir(ix_dir) / "manifest.json"
+    m = json.loads(mf.read_text())
+    del m["xxh3_128"]
+    mf.write_text(json.dumps(m))
+
+
+def test_index_without_fast_checksums_is_verified_with_sha256(tmp_path, index):
+    """A format-4 index saved before issue 13 (sha256 only) loads, verified with sha256."""
+    index.save(tmp_path / "ix")
+    _drop_fast_checksums(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    assert store.verify_files(gen, json.loads((gen / "manifest.json").read_text()))[0] == "sha256"
+    _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
+    f = gen / "vectors" / "chunk_vec.npy"
+    data = bytearray(f.read_bytes())
+    data[-2] ^= 0x10
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="chunk_vec.npy: sha256 does not match"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_fast_checksums_must_cover_the_same_files(tmp_path, index):
+    index.save(tmp_path / "ix")
+    mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
+    m = json.loads(mf.read_text())
+    m["xxh3_128"].pop("texts.sqlite")
+    mf.write_text(json.dumps(m))
+    with pytest.raises(IndexCorruptedError, match="same files"):
+        HyperIndex.load(tmp_path / "ix")
+
+
+def test_upgrade_adds_fast_checksums(tmp_path, index):
+    index.save(tmp_path / "ix")
+    _drop_fast_checksums(tmp_path / "ix")
+    old = store.generation_dir(tmp_path / "ix")
+    assert store.upgrade_checksums(tmp_path / "ix") is True
+    new = store.generation_dir(tmp_path / "ix")
+    assert new != old
+    m = json.loads((new / "manifest.json").read_text())
+    assert m["xxh3_128"].keys() == m["files"].keys()
+    assert m["files"] == json.loads((old / "manifest.json").read_text())["files"]
+    _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
+    assert store.upgrade_checksums(tmp_path / "ix") is False  # nothing left to do
+
+
+def test_upgrade_refuses_a_corrupted_index(tmp_path, index):
+    index.save(tmp_path / "ix")
+    _drop_fast_checksums(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    f = gen / "arrays" / "node_ptr.npy"
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0x01
+    f.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptedError, match="node_ptr.npy: sha256"):
+        store.upgrade_checksums(tmp_path / "ix")
+    assert store.generation_dir(tmp_path / "ix") == gen  # nothing published
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("verify", [True, False])
+def test_nan_vector_with_matching_checksums_is_refused(tmp_path, index, fast, verify):
+    """A verified load scans the vectors for NaN / inf while hashing them (either
+    checksum), an unverified one in the structural checks: the same error."""
+    index.save(tmp_path / "ix")
+    gen = store.generation_dir(tmp_path / "ix")
+    f = gen / "vectors" / "edge_vec.npy"
+    a = np.load(f)
+    a[-1, -1] = np.nan
+    f.unlink()
+    np.save(f, a)
+    mf = gen / "manifest.json"
+    m = json.loads(mf.read_text())
+    m.update(store.manifest_checksums(gen, [gen / r for r in m["files"]]))
+    if not fast:
+        del m["xxh3_128"]
+    mf.write_text(json.dumps(m))
+    with pytest.raises(IndexCorruptedError, match="edge_vec.npy: holds NaN or inf"):
+        HyperIndex.load(tmp_path / "ix", verify=verify)
+
+
+def test_finite_scan_while_hashing_matches_numpy(tmp_path):
+    """The block-wise scan sees every value, across block boundaries and .npy headers."""
+    from hyperrag_fast import checksums
+    rng = np.random.default_rng(0)
+    n = (checksums._BLOCK // 4) * 2 + 37  # values straddle two block boundaries
+    for where in (None, 0, n // 2, n - 1, checksums._BLOCK // 4 - 20):
+        a = rng.standard_normal(n).astype(np.float32)
+        if where is not None:
+            a[where] = np.inf
+        np.save(tmp_path / "v.npy", a)
+        _, ok = checksums._file_digest(tmp_path / "v.npy", "xxh3_128", True)
+        assert ok is (where is None), where
+    (tmp_path / "x.bin").write_bytes(b"not an npy file")
+    assert checksums._file_digest(tmp_path / "x.bin", "xxh3_128", True)[1] is None
+
+
+def test_chunks_are_read_row_by_row_until_all_are_needed(tmp_path, index):
+    index.save(tmp_path / "ix")
+    got = HyperIndex.load(tmp_path / "ix", HashingEmbedder())
+    chunks = got.chunks
+    assert len(chunks) == 3 and "loaded" not in repr(chunks)
+    one, last = chunks[1], chunks[-1]
+    assert one == index.chunks[1] and last == index.chunks[2]
+    assert "loaded" not in repr(chunks)  # single rows did not read the table
+    with pytest.raises(IndexError):
+        chunks[3]
+    assert list(chunks) == index.chunks and chunks[1] is one  # same objects once loaded
+    assert got.chunk_index(index.chunks[2].chunk_id) == 2
+    assert [] + chunks == index.chunks and chunks + [] == index.chunks
