@@ -70,12 +70,10 @@ def _llm_extractor(args, model: str | None, index_path: str | None):
 
 def embedder_for(manifest: dict[str, Any], threads: int | None = None):
     """The embedder an index was built with, from its manifest name. ``threads``: the
-    ONNX MiniLM's intra-op threads (one question: 1 spares ~40 ms of CPU starting the
+    ONNX embedder's intra-op threads (one question: 1 spares ~40 ms of CPU starting the
     pool; its vectors are bit-identical to the default's)."""
-    if threads is not None and manifest["embedder"]["name"] == "all-MiniLM-L6-v2-onnx-int8":
-        return make_embedder("minilm", intra_op_threads=threads)
     try:
-        return embedder_for_name(manifest["embedder"]["name"])
+        return embedder_for_name(manifest["embedder"]["name"], intra_op_threads=threads)
     except ValueError as e:
         raise CliError(f"the index was built with embedder {manifest['embedder']['name']!r}, "
                        f"which the CLI cannot construct; use the Python API") from e

@@ -32,15 +32,17 @@ def make_embedder(kind: str = "minilm", **kw) -> Embedder:
     raise ValueError(f"embedder kind must be one of {KINDS}, got {kind!r}")
 
 
-def embedder_for_name(name: str) -> Embedder:
+def embedder_for_name(name: str, intra_op_threads: int | None = None) -> Embedder:
     """The embedder that produces vectors under ``name`` (an index manifest's
-    ``embedder.name``); ValueError when no factory makes it."""
+    ``embedder.name``); ValueError when no factory makes it. ``intra_op_threads`` sets
+    an ONNX embedder's pool (vectors do not depend on it) and is ignored by the others."""
     base, _, rest = name.partition(":")
     if base in _ONNX_NAMES:
         kw = dict(p.split("=", 1) for p in rest.split(":")) if rest else {}
         if set(kw) - {"max_length"}:
             raise ValueError(f"no embedder factory makes {name!r}")
-        return make_embedder(_ONNX_NAMES[base], **{k: int(v) for k, v in kw.items()})
+        return make_embedder(_ONNX_NAMES[base], intra_op_threads=intra_op_threads,
+                             **{k: int(v) for k, v in kw.items()})
     if name.startswith("all-MiniLM-L6-v2-torch"):
         return make_embedder("torch")
     if name.startswith("hashing-v1:"):
