@@ -98,6 +98,10 @@ def current(o: QueryOptions, name: str):
 ABLATIONS = [
     ("default", {}),
     ("-hop (no second round)", {"hop": (0, 1.0, 2, "sim")}),
+    ("+hop (second round: 1 chunk, 0.5, sim)", {"hop": (1, 0.5, 2, "sim")}),
+    ("+hop (second round: 2 chunks, 1.0, sim)", {"hop": (2, 1.0, 2, "sim")}),
+    ("delta 0.6 (before)", {"delta": 0.6}),
+    ("delta 0.7", {"delta": 0.7}),
     ("-seeds (no question names)", {"seeds": ("none", 1, INF)}),
     ("-bm25", {"bm25": (0.0, 0)}),
     ("-rare single-word names", {"rare_words_max_group": 0}),
@@ -161,9 +165,10 @@ def main(argv=None) -> int:
                    help="DATASET=INDEX_DIR (2wikimultihopqa and hotpotqa_train)")
     p.add_argument("--cache-dir", default="cache")
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--mode", choices=("local", "random"), default="local",
+    p.add_argument("--mode", choices=("local", "random", "ablate"), default="local",
                    help="local: delta x lambda then the second round, from config.TUNED; "
-                        "random: --samples random settings over every coordinate")
+                        "random: --samples random settings over every coordinate; "
+                        "ablate: no search, ablations around config.TUNED")
     p.add_argument("--min-gain", type=float, default=0.005,
                    help="local: keep a stage's change only above this objective gain")
     p.add_argument("--samples", type=int, default=200)
@@ -208,6 +213,8 @@ def main(argv=None) -> int:
         best_dev = min(near, key=lambda t: (sum(current(t[0], n)[0] != v for n, v in off.items()),
                                             -t[1]["dev"]["objective"]))
         best_hot = max(rows, key=lambda t: t[1]["hotpot"]["objective"])
+    elif a.mode == "ablate":
+        best_dev = best_hot = (TUNED, row(TUNED))
     else:
         best_dev = local_search(row, "dev", a.min_gain)
         best_hot = local_search(row, "hotpot", a.min_gain)
