@@ -105,6 +105,8 @@ ABLATIONS = [
     ("-seeds (no question names)", {"seeds": ("none", 1, INF)}),
     ("-bm25", {"bm25": (0.0, 0)}),
     ("-rare single-word names", {"rare_words_max_group": 0}),
+    ("+rare single-word names (group in 1 chunk)", {"rare_words_max_group": 1}),
+    ("+rare single-word names (group in <= 2 chunks)", {"rare_words_max_group": 2}),
     ("-ppr (d = 0)", {"graph": (0.0, INF, "uniform")}),
     ("-temporal_from_space", {"temporal": (50, 0.0)}),
     ("group_weight log1p (paper)", {"group_weight": "log1p"}),
