@@ -24,7 +24,7 @@ import numpy as np
 
 from hyperrag_fast.config import TUNED, QueryOptions
 from hyperrag_fast.embed.registry import make_embedder
-from hyperrag_fast.eval.harness import machine_info
+from hyperrag_fast.eval.harness import _git, machine_info
 from hyperrag_fast.lexical import normalize_name
 from hyperrag_fast.methods import METHODS
 
@@ -141,7 +141,8 @@ def main(argv=None) -> int:
     o = TUNED  # the library default at this commit
     splits = {"2wikimultihopqa": "dev", "hotpotqa_train": "test"}
     out = {"command": "python benchmarks/diagnose_hops.py " + " ".join(argv or sys.argv[1:]),
-           "machine": machine_info(), "embedder": emb.name, "summary": {}, "rows": {}}
+           "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
+           "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name, "summary": {}, "rows": {}}
     for x in a.index:
         dataset, path = x.split("=", 1)
         b = Bench(dataset, splits[dataset], path, emb, a.cache_dir, a.data_dir)

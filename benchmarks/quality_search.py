@@ -34,7 +34,7 @@ import numpy as np
 from hyperrag_fast.config import TUNED, QueryOptions
 from hyperrag_fast.embed.registry import make_embedder
 from hyperrag_fast.eval.data import load_dataset
-from hyperrag_fast.eval.harness import (default_extractor, embed_questions, load_or_build_index,
+from hyperrag_fast.eval.harness import (_git, default_extractor, embed_questions, load_or_build_index,
                                         machine_info, run_method)
 from hyperrag_fast.eval.metrics import mean_recall, recall_by
 from hyperrag_fast.retriever import Retriever
@@ -230,7 +230,8 @@ def main(argv=None) -> int:
                           "test": test.score(o)})
     out = {
         "command": "python benchmarks/quality_search.py " + " ".join(argv or sys.argv[1:]),
-        "machine": machine_info(), "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
+        "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
+           "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
         "selection": "2wikimultihopqa dev only; hotpotqa_train scored for transfer",
         "tuned_default": {"dev": dev.score(TUNED), "hotpot": hot.score(TUNED),
                           "test": test.score(TUNED)},

@@ -205,7 +205,7 @@ PAPER_HYBRID = HybridOptions()
 #: HotpotQA .640/.875/.940 -> .680/.890/.935. The second round (``hop_chunks``) won on
 #: dev (.709/.881/.941) but lost on HotpotQA (.665/.880/.920), so it stays off: an
 #: option the default keeps must hold on both datasets
-#: (``benchmarks/results/quality_search_minilm.md``).
+#: (``benchmarks/results/quality15/quality_search_minilm_*.md``).
 TUNED_STITCH = StitchOptions(
     delta=0.8,
     lam=0.3,
