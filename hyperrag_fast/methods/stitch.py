@@ -64,8 +64,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     if hybrid.hop_chunks > 0:
-        hop, hop_v = hop_seeds(eng, q, r.chunk_ids[:hybrid.hop_chunks],
-                               seeds, hybrid)
+        hop, hop_v = hop_seeds(eng, q, r.chunk_ids[:hybrid.hop_chunks], seeds, hybrid)
         if hop.size:
             seeds = np.concatenate([seeds, hop])
             values = np.concatenate([np.full(seeds.shape[0] - hop.shape[0], hybrid.seed_value),
@@ -91,7 +90,9 @@ def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,
     if not nodes.size:
         return np.empty(0, np.int64), np.empty(0)
     if hybrid.hop_weight == "sim":
-        w = np.maximum(eng.node_vec[nodes] @ q.astype(eng.node_vec.dtype), 0.0).astype(np.float64)
+        # elementwise, not a BLAS mat-vec: no BLAS thread pool on the query path (README)
+        w = np.maximum((eng.node_vec[nodes] * q.astype(eng.node_vec.dtype)).sum(axis=1),
+                       0.0).astype(np.float64)
         w = w / w.max() if w.max() > 0 else w
     else:
         w = np.ones(nodes.shape[0])
