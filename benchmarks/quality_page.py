@@ -18,8 +18,8 @@ ORDER = ["dense", "bm25", "binary_ppr", "stitch_paper", "stitch", "no_stibp", "n
          "coda_no_semantic", "coda_no_contextual", "coda_no_functional", "coda_no_elimination"]
 
 
-def load(name: str) -> dict | None:
-    p = R / f"quality_{name}.json"
+def load(name: str, sub: str = "") -> dict | None:
+    p = R / sub / f"quality_{name}.json"
     return json.loads(p.read_text()) if p.exists() else None
 
 
@@ -30,16 +30,21 @@ def row(name: str, m: dict, extra: str = "") -> str:
             f"{p50} |{extra}")
 
 
-def table(res: dict, title: str, by_gold: bool = False, by_type: bool = False) -> list[str]:
+TYPES_2WIKI = ("comparison", "bridge_comparison", "compositional", "inference")
+TYPES_HOTPOT = ("bridge", "comparison")
+
+
+def table(res: dict, title: str, by_gold: bool = False, types: tuple[str, ...] = ()) -> list[str]:
     ms = res["methods"]
     head = "| method | R@2 | R@5 | R@8 | p50 ms |"
     sep = "|---|---|---|---|---|"
     if by_gold:
         head += " 2 gold: R@2/5/8 | 4 gold: R@2/5/8 |"
         sep += "---|---|"
-    if by_type:
-        head += " bridge R@5 | comparison R@5 |"
-        sep += "---|---|"
+    for t in types:
+        n = next((m["by_type"][t]["n"] for m in ms.values() if t in m.get("by_type", {})), 0)
+        head += f" {t} (n={n}): R@2/5/8 |"
+        sep += "---|"
     out = [f"### {title}", "", f"Command: `{next(iter(ms.values()))['run']['command']}`  ",
            f"Commit {res.get('git_commit', '?')[:10]}, {res['n_questions']} questions, "
            f"extractor `{res['extractor']}`, embedder `{res['embedder']}`.", "", head, sep]
@@ -51,10 +56,10 @@ def table(res: dict, title: str, by_gold: bool = False, by_type: bool = False) -
                 b = m["by_n_gold"].get(g)
                 extra += (f" {b['recall@2']:.3f}/{b['recall@5']:.3f}/{b['recall@8']:.3f} |"
                           if b else " - |")
-        if by_type:
-            for t in ("bridge", "comparison"):
-                b = m.get("by_type", {}).get(t)
-                extra += f" {b['recall@5']:.3f} |" if b else " - |"
+        for t in types:
+            b = m.get("by_type", {}).get(t)
+            extra += (f" {b['recall@2']:.3f}/{b['recall@5']:.3f}/{b['recall@8']:.3f} |"
+                      if b else " - |")
         out.append(row(name, m, extra))
     return out + [""]
 
@@ -81,12 +86,21 @@ def main() -> None:
              "`python benchmarks/quality_page.py` from the JSON files beside it.", ""]
     if test:
         lines += table(test, "2WikiMultiHopQA test split (800 questions) — the reported figures", by_gold=True)
+        lines += table(test, "2WikiMultiHopQA test split by question type (types from the "
+                             "question templates, `eval.data.twowiki_type`)", types=TYPES_2WIKI)
     if dev and test:
         lines += combined(dev, test)
     if dev:
         lines += table(dev, "2WikiMultiHopQA dev split (200 questions) — the tuning split", by_gold=True)
     if hot:
-        lines += table(hot, "HotpotQA sample (100 questions, test only)", by_type=True)
+        lines += table(hot, "HotpotQA sample (100 questions, test only)", types=TYPES_HOTPOT)
+    for name, sub in (("2wikimultihopqa_test", "bge"), ("hotpotqa_train_test", "bge")):
+        res = load(name, sub)
+        if res:
+            kind = "2WikiMultiHopQA test" if name.startswith("2wiki") else "HotpotQA sample"
+            lines += table(res, f"{kind} with the bge-small-en-v1.5 embedder (`--embedder "
+                                f"bge-small`; the default's constants, calibrated for MiniLM)",
+                           types=TYPES_2WIKI if name.startswith("2wiki") else TYPES_HOTPOT)
     reading = Path("benchmarks/quality_reading.md")
     if reading.exists():
         lines += [reading.read_text()]
