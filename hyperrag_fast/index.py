@@ -18,7 +18,7 @@ import tempfile
 import time
 import weakref
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -29,7 +29,7 @@ from .ann import AnnParams, VectorIndex
 from .build.clock import StageClock, peak_rss_mb, rss_mb
 from .build.distinct import DistinctRows
 from .build.lexical import BM25Arrays, fit_bm25
-from .config import BuildOptions
+from .config import DEFAULT_CHUNK_VECTORS, BuildOptions
 from .build.pipeline import (Built, Seed, assemble, extraction_errors, seed_table,
                              stream_build)
 from .build.vectors import TextVectors
@@ -93,7 +93,8 @@ class HyperIndex:
                  ann_params: AnnParams, ann: dict[str, VectorIndex] | None = None,
                  extractor: Extractor | None = None, embedder: Embedder | None = None,
                  report: BuildReport | None = None, scratch: _Scratch | None = None,
-                 bm25: BM25Arrays | None = None) -> None:
+                 bm25: BM25Arrays | None = None,
+                 chunk_vectors: str = DEFAULT_CHUNK_VECTORS) -> None:
         self.chunks = chunks
         self.extractions = extractions
         self.graph = graph
@@ -102,6 +103,7 @@ class HyperIndex:
         self.extractor_name = extractor_name
         self.max_tokens, self.overlap = max_tokens, overlap
         self.ann_params = ann_params
+        self.chunk_vectors = chunk_vectors  # "text" or "pooled" (BuildOptions.chunk_vectors)
         self.ann = ann if ann is not None else {
             k: VectorIndex(vectors[k], ann_params) for k in KINDS}
         self.extractor, self.embedder = extractor, embedder
@@ -148,6 +150,7 @@ class HyperIndex:
         if merge not in MERGES:
             raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
         options = options or BuildOptions()
+        options = replace(options, chunk_vectors=options.chunk_vectors or DEFAULT_CHUNK_VECTORS)
         if cache_dir and options.distributed:
             raise ValueError("cache_dir cannot be combined with a distributed build: the "
                              "workers embed; drop one of the two")
@@ -161,7 +164,8 @@ class HyperIndex:
             return cls._finish(built, scratch, clock, len(built.chunks), extractor_name=extractor.name,
                                max_tokens=max_tokens, overlap=overlap,
                                ann_params=ann_params or AnnParams(), extractor=extractor,
-                               embedder=embedder, embedder_name=emb.name, embedder_dim=emb.dim)
+                               embedder=embedder, embedder_name=emb.name, embedder_dim=emb.dim,
+                               chunk_vectors=options.chunk_vectors)
 
     @classmethod
     def _finish(cls, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
@@ -191,7 +195,7 @@ class HyperIndex:
                    report=report, scratch=scratch, bm25=bm25, **kw)
 
     def _seed(self) -> Seed:
-        return Seed(self.chunks, self.extractions, self.graph, self.vectors())
+        return Seed(self.chunks, self.extractions, self.graph, self.vectors(), self.chunk_vectors)
 
     def _rebuilt(self, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
                  embedder: Embedder | None, extend: bool = False) -> BuildReport:
@@ -201,7 +205,7 @@ class HyperIndex:
                            max_tokens=self.max_tokens, overlap=self.overlap,
                            ann_params=self.ann_params, extractor=self.extractor,
                            embedder=self.embedder, embedder_name=self.embedder_name,
-                           embedder_dim=self.embedder_dim)
+                           embedder_dim=self.embedder_dim, chunk_vectors=self.chunk_vectors)
         self.__dict__.update(new.__dict__)
         return self.report
 
@@ -210,16 +214,22 @@ class HyperIndex:
             workdir: str | os.PathLike | None = None) -> BuildReport:
         """Append documents; only their chunks are extracted, only unseen texts embedded,
         and the existing vectors are read through their memory maps (never copied into
-        memory). A document id already in the index raises ValueError (delete it first)."""
+        memory). A document id already in the index raises ValueError (delete it first).
+        Chunk vectors keep the index's representation; ``options.chunk_vectors`` naming
+        another raises IndexMismatchError."""
         extractor = self._check_extractor(extractor or self.extractor)
         embedder = self._check_embedder(embedder or self.embedder)
+        options = options or BuildOptions()
+        if options.chunk_vectors not in (None, self.chunk_vectors):
+            raise IndexMismatchError(f"chunk_vectors {options.chunk_vectors!r} differs from the "
+                                     f"index's {self.chunk_vectors!r}")
+        options = replace(options, chunk_vectors=self.chunk_vectors)
         scratch = _Scratch(workdir)
         clock = StageClock()
         with clock:
             built = stream_build(source, extractor, embedder, merge=self.merge,
                                  max_tokens=self.max_tokens, overlap=self.overlap,
-                                 options=options or BuildOptions(),
-                                 workdir=scratch.path / "table", clock=clock,
+                                 options=options, workdir=scratch.path / "table", clock=clock,
                                  progress=progress, seed=self._seed())
             return self._rebuilt(built, scratch, clock, len(built.chunks) - self.n_chunks,
                                  embedder, extend=True)
@@ -245,7 +255,8 @@ class HyperIndex:
             chunks = [self.chunks[i] for i in keep]
             exts = [self.extractions[i] for i in keep]
             emb = self.embedder or _NoEmbedder(self.embedder_name, self.embedder_dim)
-            graph, codes = assemble(chunks, exts, self.merge, None, table, emb, clock)
+            graph, codes = assemble(chunks, exts, self.merge, None, table, emb, clock,
+                                    self.chunk_vectors)
             built = Built(chunks, exts, graph, table, codes,
                           embedded_texts=clock.counts.get("texts_embedded", 0))
             self._rebuilt(built, scratch, clock, 0, emb)
@@ -275,6 +286,7 @@ class HyperIndex:
             "embedder": {"name": self.embedder_name, "dim": self.embedder_dim},
             "extractor": self.extractor_name,
             "merge": g.merge,
+            "chunk_vectors": self.chunk_vectors,
             "chunking": {"max_tokens": self.max_tokens, "overlap": self.overlap},
             "counts": {"documents": len(self.doc_ids), "chunks": self.n_chunks,
                        "nodes": g.n_nodes, "edges": g.n_edges, "groups": g.n_groups,
@@ -353,7 +365,7 @@ class HyperIndex:
                    embedder_dim=emb["dim"], extractor_name=m["extractor"],
                    max_tokens=m["chunking"]["max_tokens"], overlap=m["chunking"]["overlap"],
                    ann_params=params, ann=ann, extractor=extractor, embedder=embedder,
-                   bm25=bm25)
+                   bm25=bm25, chunk_vectors=m.get("chunk_vectors", DEFAULT_CHUNK_VECTORS))
 
 
 def check_embedder(embedder: Embedder, name: str, dim: int, where: str) -> None:
