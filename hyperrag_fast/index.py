@@ -2,7 +2,8 @@
 
 An index is the chunks in preprocessing order, one stored extraction per chunk, the
 hypergraph arrays built from those extractions, one embedding per node description,
-topic sentence and chunk passage (memory-mapped files), one
+topic sentence and chunk (its passage's, or pooled from its sentences: §10; memory-mapped
+files), one
 :class:`~hyperrag_fast.ann.VectorIndex` per kind and the BM25 postings. Building streams
 partitions through :mod:`hyperrag_fast.build` (docs/architecture.md §10). ``add`` appends
 the new documents' partitions to the loaded arrays and vectors (read through their memory
