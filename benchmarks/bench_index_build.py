@@ -41,7 +41,7 @@ except ImportError:
     import synthetic_text
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-OUT = C.RESULTS / "index_build.json"
+OUT = C.RESULTS / "index_build.json"  # --out writes another file
 SIZES = {"synthetic_10k": 10_000, "synthetic_30k": 30_000, "synthetic_100k": 100_000}
 
 
@@ -288,8 +288,10 @@ def main() -> None:
     ap.add_argument("--chunk-vectors-ab", default=None, choices=["2wiki", *SIZES],
                     help="build this corpus with --chunk-vectors text and pooled, alternated")
     ap.add_argument("--repeats", type=int, default=2, help="runs per option of --chunk-vectors-ab")
+    ap.add_argument("--out", default=None, help=f"results file (default {OUT})")
     a = ap.parse_args()
-    res = json.loads(OUT.read_text()) if OUT.exists() else {}
+    out_path = Path(a.out) if a.out else OUT
+    res = json.loads(out_path.read_text()) if out_path.exists() else {}
     res.setdefault("corpora", {})
     res.setdefault("runs", {})
     stamp = {"command": C.command(), "machine": C.machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -298,7 +300,7 @@ def main() -> None:
         res["corpora"][name] = {**profile_corpus(name, a.raw_fraction, keep), "run": stamp}
         print(json.dumps({name: {k: res["corpora"][name][k] for k in
                                  ("wall_s", "peak_rss_mb", "stages_s", "embed_stage_over_raw")}}))
-        OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+        out_path.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
     if a.add:
         name = f"synthetic_{a.add // 1000}k"
         full = res["corpora"].get(name, {}).get("wall_s") if name in a.corpus else None
@@ -314,10 +316,10 @@ def main() -> None:
     res["growth_exponent"] = growth(res["corpora"]).get("wall")
     res["growth_exponents"] = growth(res["corpora"])
     res["machine"] = stamp["machine"]
-    OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+    out_path.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
     if not a.keep:
         shutil.rmtree(keep, ignore_errors=True)
-    print(f"wrote {OUT}")
+    print(f"wrote {out_path}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import __version__
 from .ann import AnnParams, VectorIndex
+from .mmaps import trim_heap
 from .build.clock import StageClock, peak_rss_mb, rss_mb
 from .build.distinct import DistinctRows
 from .build.lexical import BM25Arrays, fit_bm25
@@ -182,6 +183,7 @@ class HyperIndex:
             shutil.rmtree(built.table.dir, ignore_errors=True)
             bm25 = fit_bm25([chunk_passage(c) for c in built.chunks])
         params = kw["ann_params"]
+        trim_heap()  # the streaming build's freed objects, before the ANN stage's peak
         with clock.stage("ann"):  # one graph in memory at a time: each is spilled to disk
             ann = {k: (previous[k].extended(vectors[k], params) if previous
                        else VectorIndex(vectors[k], params)).spilled(scratch.path / f"{k}.usearch")

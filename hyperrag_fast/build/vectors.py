@@ -137,6 +137,8 @@ class TextVectors:
                 f.write(self.gather(codes[b:b + GATHER_BLOCK]).tobytes())
 
     def close(self) -> None:
+        """Close the file and drop the text index (the table is done once written)."""
         self._map = None
+        self._code, self._sources = {}, [None]
         if not self._f.closed:
             self._f.close()
