@@ -5,6 +5,7 @@
         --corpus synthetic_100k --add 30000                              # scaling + add
     python benchmarks/bench_index_build.py --workers-check 1500            # Dask 1 vs 2
     python benchmarks/bench_index_build.py --embed-ab 600    # embed stage vs one call, same texts
+    python benchmarks/bench_index_build.py --chunk-vectors-ab 2wiki --repeats 2  # text vs pooled
 
 Each corpus is written as JSONL and indexed by ``hyperrag index SRC OUT --json --quiet``
 in a child process; its wall time and peak RSS come from ``os.wait4`` (the whole
@@ -40,7 +41,7 @@ except ImportError:
     import synthetic_text
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-OUT = C.RESULTS / "index_build.json"
+OUT = C.RESULTS / "index_build.json"  # --out writes another file
 SIZES = {"synthetic_10k": 10_000, "synthetic_30k": 30_000, "synthetic_100k": 100_000}
 
 
@@ -140,6 +141,37 @@ def profile_corpus(name: str, raw_fraction: float, keep: Path | None) -> dict:
         if keep is not None:
             shutil.move(str(tmp / "ix"), str(keep / name))
         return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def chunk_vectors_ab(name: str, repeats: int) -> dict:
+    """``hyperrag index`` with ``--chunk-vectors text`` and ``pooled`` (config.CHUNK_VECTORS)
+    alternated A B B A ... in one run: wall, peak RSS, stage seconds; medians per option."""
+    from hyperrag_fast.config import CHUNK_VECTORS
+    tmp = Path(tempfile.mkdtemp(prefix=f"bench-cv-{name}-"))
+    try:
+        src, n = corpus_file(name, tmp)
+        order = [m for r in range(repeats) for m in (CHUNK_VECTORS[::-1] if r % 2 else CHUNK_VECTORS)]
+        runs: dict[str, list] = {m: [] for m in CHUNK_VECTORS}
+        for mode in order:
+            load = os.getloadavg()
+            r = run_cli(["index", str(src), str(tmp / "ix"), "--chunk-vectors", mode, "--force"], tmp)
+            st = r["out"]["report"]["build"]["stages"]
+            runs[mode].append({
+                "wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"], "cpu_s": r["cpu_s"],
+                "texts_embedded": r["out"]["report"]["embedded_texts"], "loadavg_at_start": load,
+                "stages_s": {k: v.get("s") for k, v in st.items()},
+                "stages_peak_rss_mb": {k: v.get("peak_rss_mb") for k, v in st.items()}})
+            print(json.dumps({mode: {k: runs[mode][-1][k] for k in
+                                     ("wall_s", "peak_rss_mb", "texts_embedded")}}), flush=True)
+        med = {m: {k: float(np.median([x[k] for x in rs])) for k in
+                   ("wall_s", "peak_rss_mb", "cpu_s", "texts_embedded")} | {
+                   "embed_s": float(np.median([x["stages_s"]["embed"] for x in rs]))}
+               for m, rs in runs.items()}
+        return {"corpus": name, "passages": n, "order": order, "median": med,
+                "pooled_over_text": {k: med["pooled"][k] / med["text"][k] for k in med["text"]},
+                "runs": runs}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -253,8 +285,13 @@ def main() -> None:
     ap.add_argument("--keep", default=None, help="move built indexes here")
     ap.add_argument("--embed-ab", type=int, default=0,
                     help="2Wiki passages for the partitioned-vs-one-call embed comparison")
+    ap.add_argument("--chunk-vectors-ab", default=None, choices=["2wiki", *SIZES],
+                    help="build this corpus with --chunk-vectors text and pooled, alternated")
+    ap.add_argument("--repeats", type=int, default=2, help="runs per option of --chunk-vectors-ab")
+    ap.add_argument("--out", default=None, help=f"results file (default {OUT})")
     a = ap.parse_args()
-    res = json.loads(OUT.read_text()) if OUT.exists() else {}
+    out_path = Path(a.out) if a.out else OUT
+    res = json.loads(out_path.read_text()) if out_path.exists() else {}
     res.setdefault("corpora", {})
     res.setdefault("runs", {})
     stamp = {"command": C.command(), "machine": C.machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -263,7 +300,7 @@ def main() -> None:
         res["corpora"][name] = {**profile_corpus(name, a.raw_fraction, keep), "run": stamp}
         print(json.dumps({name: {k: res["corpora"][name][k] for k in
                                  ("wall_s", "peak_rss_mb", "stages_s", "embed_stage_over_raw")}}))
-        OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+        out_path.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
     if a.add:
         name = f"synthetic_{a.add // 1000}k"
         full = res["corpora"].get(name, {}).get("wall_s") if name in a.corpus else None
@@ -271,15 +308,18 @@ def main() -> None:
         res["add_1pct_over_full"] = res["add"]["add_over_full"]
     if a.embed_ab:
         res["embed_ab"] = {**embed_ab(a.embed_ab, 512), "run": stamp}
+    if a.chunk_vectors_ab:
+        res.setdefault("chunk_vectors_ab", {})[a.chunk_vectors_ab] = {
+            **chunk_vectors_ab(a.chunk_vectors_ab, a.repeats), "run": stamp}
     if a.workers_check:
         res["workers"] = {**workers_check(a.workers_check), "run": stamp}
     res["growth_exponent"] = growth(res["corpora"]).get("wall")
     res["growth_exponents"] = growth(res["corpora"])
     res["machine"] = stamp["machine"]
-    OUT.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+    out_path.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
     if not a.keep:
         shutil.rmtree(keep, ignore_errors=True)
-    print(f"wrote {OUT}")
+    print(f"wrote {out_path}")
 
 
 if __name__ == "__main__":

@@ -117,7 +117,8 @@ def _existing(path: str) -> str:
 def _build_options(a):
     from .config import BuildOptions
     return BuildOptions(partition_docs=a.partition_docs, workers=a.workers,
-                        scheduler=a.scheduler, pipeline=a.pipeline)
+                        scheduler=a.scheduler, pipeline=a.pipeline,
+                        chunk_vectors=a.chunk_vectors)
 
 
 def _workdir(index: str) -> Path:
@@ -364,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="minilm: int8 ONNX all-MiniLM-L6-v2; bge-small: int8 ONNX "
                            "bge-small-en-v1.5; hashing: tests only (default: %(default)s)")
 
-    from .config import BuildOptions
+    from .config import CHUNK_VECTORS, BuildOptions
     build = argparse.ArgumentParser(add_help=False)
     build.add_argument("--workers", type=int, default=BuildOptions.workers,
                        help="extract and embed on a local Dask cluster of N single-threaded "
@@ -375,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="documents per partition (memory follows one partition)")
     build.add_argument("--pipeline", action="store_true",
                        help="embed each partition on a thread while the next is extracted")
+    build.add_argument("--chunk-vectors", choices=CHUNK_VECTORS, default=BuildOptions.chunk_vectors,
+                       help="text: embed each passage (new index default); pooled: mean of its "
+                            "sentences' and title's vectors; add keeps the index's")
 
     lock = argparse.ArgumentParser(add_help=False)
     lock.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",

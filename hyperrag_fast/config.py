@@ -23,6 +23,10 @@ SEED_MODES = ("none", "ngram", "ner", "ner+ngram")
 HOP_WEIGHTS = ("uniform", "sim")
 MERGES = ("semi", "full", "none")
 BACKENDS = ("auto", "exact", "usearch")
+#: chunk (passage) vectors: "text" embeds the passage, "pooled" averages its sentences'
+#: vectors and its title's (docs/architecture.md §10)
+CHUNK_VECTORS = ("text", "pooled")
+DEFAULT_CHUNK_VECTORS = "text"
 #: default size below which exact search is used (see ``hyperrag_fast.ann``).
 EXACT_THRESHOLD = 10_000
 
@@ -268,10 +272,14 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 
 @dataclass(frozen=True)
 class BuildOptions:
-    """How a build runs (not what it computes: the index is the same for every setting).
+    """How a build runs and, through ``chunk_vectors`` alone, what it computes.
 
-    ``partition_docs``: documents per partition (memory is bounded by a partition's
-    texts and vectors); ``pipeline``: embed partition p on a thread while partition p+1
+    ``chunk_vectors``: "text" (embed each passage, ``title + "\\n" + text``) or "pooled"
+    (the L2-normalised mean of the L2-normalised vectors of the chunk's topic sentences
+    and its title, docs/architecture.md §10); ``None`` = "text" for a new index and the
+    index's own representation for ``add`` (it is in the manifest). ``partition_docs``:
+    documents per partition (memory is bounded by a partition's texts and vectors);
+    ``pipeline``: embed partition p on a thread while partition p+1
     is extracted (off by default: with onnxruntime on every core the overlap bought
     nothing on a 2-core machine and slowed the embed stage, benchmarks/README.md);
     ``workers``: run partitions on a local Dask cluster of that many single-threaded
@@ -283,8 +291,11 @@ class BuildOptions:
     workers: int = 0
     scheduler: str | None = None
     threads_per_worker: int = 1
+    chunk_vectors: str | None = None
 
     def __post_init__(self) -> None:
+        if self.chunk_vectors is not None:
+            _one_of("chunk_vectors", self.chunk_vectors, CHUNK_VECTORS)
         if self.partition_docs < 1:
             raise ValueError(f"partition_docs must be >= 1, got {self.partition_docs}")
         if self.workers < 0 or self.threads_per_worker < 1:

@@ -2,7 +2,8 @@
 
 An index is the chunks in preprocessing order, one stored extraction per chunk, the
 hypergraph arrays built from those extractions, one embedding per node description,
-topic sentence and chunk passage (memory-mapped files), one
+topic sentence and chunk (its passage's, or pooled from its sentences: §10; memory-mapped
+files), one
 :class:`~hyperrag_fast.ann.VectorIndex` per kind and the BM25 postings. Building streams
 partitions through :mod:`hyperrag_fast.build` (docs/architecture.md §10). ``add`` appends
 the new documents' partitions to the loaded arrays and vectors (read through their memory
@@ -18,7 +19,7 @@ import tempfile
 import time
 import weakref
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -26,10 +27,11 @@ import numpy as np
 
 from . import __version__
 from .ann import AnnParams, VectorIndex
+from .mmaps import trim_heap
 from .build.clock import StageClock, peak_rss_mb, rss_mb
 from .build.distinct import DistinctRows
 from .build.lexical import BM25Arrays, fit_bm25
-from .config import BuildOptions
+from .config import DEFAULT_CHUNK_VECTORS, BuildOptions
 from .build.vectors import TextVectors
 from .chunking import LoadResult, chunk_passage
 from .embed.base import Embedder
@@ -100,7 +102,8 @@ class HyperIndex:
                  ann_params: AnnParams, ann: dict[str, VectorIndex] | None = None,
                  extractor: Extractor | None = None, embedder: Embedder | None = None,
                  report: BuildReport | None = None, scratch: _Scratch | None = None,
-                 bm25: BM25Arrays | None = None) -> None:
+                 bm25: BM25Arrays | None = None,
+                 chunk_vectors: str = DEFAULT_CHUNK_VECTORS) -> None:
         self.chunks = chunks
         self.extractions = extractions
         self.graph = graph
@@ -109,6 +112,7 @@ class HyperIndex:
         self.extractor_name = extractor_name
         self.max_tokens, self.overlap = max_tokens, overlap
         self.ann_params = ann_params
+        self.chunk_vectors = chunk_vectors  # "text" or "pooled" (BuildOptions.chunk_vectors)
         self.ann = ann if ann is not None else {
             k: VectorIndex(vectors[k], ann_params) for k in KINDS}
         self.extractor, self.embedder = extractor, embedder
@@ -157,6 +161,7 @@ class HyperIndex:
         if merge not in MERGES:
             raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
         options = options or BuildOptions()
+        options = replace(options, chunk_vectors=options.chunk_vectors or DEFAULT_CHUNK_VECTORS)
         if cache_dir and options.distributed:
             raise ValueError("cache_dir cannot be combined with a distributed build: the "
                              "workers embed; drop one of the two")
@@ -170,7 +175,8 @@ class HyperIndex:
             return cls._finish(built, scratch, clock, len(built.chunks), extractor_name=extractor.name,
                                max_tokens=max_tokens, overlap=overlap,
                                ann_params=ann_params or AnnParams(), extractor=extractor,
-                               embedder=embedder, embedder_name=emb.name, embedder_dim=emb.dim)
+                               embedder=embedder, embedder_name=emb.name, embedder_dim=emb.dim,
+                               chunk_vectors=options.chunk_vectors)
 
     @classmethod
     def _finish(cls, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
@@ -186,6 +192,7 @@ class HyperIndex:
             shutil.rmtree(built.table.dir, ignore_errors=True)
             bm25 = fit_bm25([chunk_passage(c) for c in built.chunks])
         params = kw["ann_params"]
+        trim_heap()  # the streaming build's freed objects, before the ANN stage's peak
         with clock.stage("ann"):  # one graph in memory at a time: each is spilled to disk
             ann = {k: (previous[k].extended(vectors[k], params) if previous
                        else VectorIndex(vectors[k], params)).spilled(scratch.path / f"{k}.usearch")
@@ -200,7 +207,8 @@ class HyperIndex:
                    report=report, scratch=scratch, bm25=bm25, **kw)
 
     def _seed(self) -> Seed:
-        return _pipeline().Seed(self.chunks, self.extractions, self.graph, self.vectors())
+        return _pipeline().Seed(self.chunks, self.extractions, self.graph, self.vectors(),
+                                self.chunk_vectors)
 
     def _rebuilt(self, built: Built, scratch: _Scratch, clock: StageClock, new_chunks: int,
                  embedder: Embedder | None, extend: bool = False) -> BuildReport:
@@ -210,7 +218,7 @@ class HyperIndex:
                            max_tokens=self.max_tokens, overlap=self.overlap,
                            ann_params=self.ann_params, extractor=self.extractor,
                            embedder=self.embedder, embedder_name=self.embedder_name,
-                           embedder_dim=self.embedder_dim)
+                           embedder_dim=self.embedder_dim, chunk_vectors=self.chunk_vectors)
         self.__dict__.update(new.__dict__)
         return self.report
 
@@ -219,15 +227,22 @@ class HyperIndex:
             workdir: str | os.PathLike | None = None) -> BuildReport:
         """Append documents; only their chunks are extracted, only unseen texts embedded,
         and the existing vectors are read through their memory maps (never copied into
-        memory). A document id already in the index raises ValueError (delete it first)."""
+        memory). A document id already in the index raises ValueError (delete it first).
+        Chunk vectors keep the index's representation; ``options.chunk_vectors`` naming
+        another raises IndexMismatchError."""
         extractor = self._check_extractor(extractor or self.extractor)
         embedder = self._check_embedder(embedder or self.embedder)
+        options = options or BuildOptions()
+        if options.chunk_vectors not in (None, self.chunk_vectors):
+            raise IndexMismatchError(f"chunk_vectors {options.chunk_vectors!r} differs from the "
+                                     f"index's {self.chunk_vectors!r}")
+        options = replace(options, chunk_vectors=self.chunk_vectors)
         scratch = _Scratch(workdir)
         clock = StageClock()
         with clock:
             built = _pipeline().stream_build(
                 source, extractor, embedder, merge=self.merge, max_tokens=self.max_tokens,
-                overlap=self.overlap, options=options or BuildOptions(),
+                overlap=self.overlap, options=options,
                 workdir=scratch.path / "table", clock=clock, progress=progress, seed=self._seed())
             return self._rebuilt(built, scratch, clock, len(built.chunks) - self.n_chunks,
                                  embedder, extend=True)
@@ -253,7 +268,8 @@ class HyperIndex:
             chunks = [self.chunks[i] for i in keep]
             exts = [self.extractions[i] for i in keep]
             emb = self.embedder or _NoEmbedder(self.embedder_name, self.embedder_dim)
-            graph, codes = _pipeline().assemble(chunks, exts, self.merge, None, table, emb, clock)
+            graph, codes = _pipeline().assemble(chunks, exts, self.merge, None, table, emb, clock,
+                                                self.chunk_vectors)
             built = _pipeline().Built(chunks, exts, graph, table, codes,
                           embedded_texts=clock.counts.get("texts_embedded", 0))
             self._rebuilt(built, scratch, clock, 0, emb)
@@ -283,6 +299,7 @@ class HyperIndex:
             "embedder": {"name": self.embedder_name, "dim": self.embedder_dim},
             "extractor": self.extractor_name,
             "merge": g.merge,
+            "chunk_vectors": self.chunk_vectors,
             "chunking": {"max_tokens": self.max_tokens, "overlap": self.overlap},
             "counts": {"documents": len(self.doc_ids), "chunks": self.n_chunks,
                        "nodes": g.n_nodes, "edges": g.n_edges, "groups": g.n_groups,
@@ -361,7 +378,7 @@ class HyperIndex:
                    embedder_dim=emb["dim"], extractor_name=m["extractor"],
                    max_tokens=m["chunking"]["max_tokens"], overlap=m["chunking"]["overlap"],
                    ann_params=params, ann=ann, extractor=extractor, embedder=embedder,
-                   bm25=bm25)
+                   bm25=bm25, chunk_vectors=m.get("chunk_vectors", DEFAULT_CHUNK_VECTORS))
 
 
 def check_embedder(embedder: Embedder, name: str, dim: int, where: str) -> None:

@@ -19,3 +19,16 @@ def release(a: np.ndarray | None) -> None:
                 pass
             return
         a = getattr(a, "base", None)
+
+
+def trim_heap() -> None:
+    """Hand the C heap's free pages back to the kernel (glibc ``malloc_trim``; a no-op
+    elsewhere). A build frees many small objects (spaCy documents, partition lists, the
+    BM25 fit) that glibc keeps resident; trimming before the ANN stage keeps them from
+    adding to its peak (docs/architecture.md §10)."""
+    import ctypes
+    import ctypes.util
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

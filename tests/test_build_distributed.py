@@ -56,3 +56,9 @@ def test_cli_workers_flag(tmp_path):
     assert main(["index", str(src), str(tmp_path / "ix2"), "--extractor", "regex",
                  "--embedder", "hashing", "--workers", "1", "--scheduler", "tcp://x:1",
                  "--quiet"]) == 2
+
+
+def test_local_cluster_pooled_build_equals_single_process():
+    docs = A + B + C
+    assert_same(_build(docs, chunk_vectors="pooled"),
+                _build(docs, partition_docs=1, workers=2, chunk_vectors="pooled"))

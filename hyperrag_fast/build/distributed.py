@@ -59,7 +59,8 @@ def dask_partitions(parts: Sequence[Sequence[Any]], extractor: Extractor, embedd
             part = next(todo, None)
             if part is not None:
                 pending.append(client.submit(worker_partition, list(part), ex_f, emb_f,
-                                             max_tokens, overlap, group_of, pure=False))
+                                             max_tokens, overlap, group_of,
+                                             options.chunk_vectors != "pooled", pure=False))
 
         for _ in range(window):
             submit()

@@ -77,16 +77,17 @@ def segment_states(ex: Extraction, group_of: GroupOf | None) -> Iterable[tuple[s
 
 
 def partition_texts(chunks: Sequence[Chunk], extractions: Sequence[Extraction],
-                    group_of: GroupOf | None = None) -> list[str]:
+                    group_of: GroupOf | None = None, passages: bool = True) -> list[str]:
     """The distinct texts a partition needs embedded (state descriptions, topic sentences,
-    passages), in order of first use; identical to what :class:`FlatAssembler` asks for."""
+    passages unless ``passages`` is false), in order of first use; identical to what
+    :class:`FlatAssembler` asks for."""
     seen: dict[str, None] = {}
     for ex in extractions:
         for topic, states in segment_states(ex, group_of):
             for _, _, descs in states:
                 seen.setdefault(" ".join(descs))
             seen.setdefault(topic)
-    for c in chunks:
+    for c in chunks if passages else ():
         seen.setdefault(chunk_passage(c))
     return list(seen)
 

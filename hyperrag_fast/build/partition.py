@@ -62,7 +62,8 @@ def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 
 
 def worker_partition(part: Sequence[Any], extractor: Extractor, embedder: Embedder,
-                     max_tokens: int, overlap: int, group_of: GroupOf | None
+                     max_tokens: int, overlap: int, group_of: GroupOf | None,
+                     passages: bool = True
                      ) -> tuple[list[Chunk], list[Extraction], list[str], np.ndarray, list, dict]:
     """One partition end to end, with no cross-partition state (a Dask task): chunks,
     extractions, the partition's distinct texts, their vectors, skips, busy seconds."""
@@ -72,7 +73,7 @@ def worker_partition(part: Sequence[Any], extractor: Extractor, embedder: Embedd
     t1 = time.perf_counter()
     exts = extract_chunks(extractor, chunks)
     t2 = time.perf_counter()
-    texts = partition_texts(chunks, exts, group_of)
+    texts = partition_texts(chunks, exts, group_of, passages)
     vecs = embed_checked(embedder, texts) if texts else np.zeros((0, embedder.dim), np.float32)
     t3 = time.perf_counter()
     return chunks, exts, texts, vecs, skipped, {"chunk": t1 - t0, "extract": t2 - t1,

@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..chunking import LoadResult, load_documents
-from ..config import BuildOptions
+from ..config import DEFAULT_CHUNK_VECTORS, BuildOptions
 from ..embed.base import Embedder
 from ..extract.base import Extractor
 from ..hypergraph import Hypergraph, build_hypergraph, hypergraph_from_flat
@@ -29,6 +29,7 @@ from ..records import Chunk, Extraction
 from .clock import StageClock
 from .flat import FlatAssembler, GroupOf
 from .partition import chunk_partition, embed_checked, extract_chunks
+from .pooled import chunk_keys, pooled_chunk_codes
 from .vectors import TextVectors, source_codes
 
 KINDS = ("node_vec", "edge_vec", "chunk_vec")
@@ -49,23 +50,24 @@ class Built:
 
 @dataclass
 class Seed:
-    """An existing index that a build appends to (``add``): its records, graph and the
-    memory maps of its vectors, which stand for its texts in the vector table."""
+    """An existing index that a build appends to (``add``): its records, graph, the
+    memory maps of its vectors, which stand for its texts in the vector table, and its
+    chunk-vector representation (``BuildOptions.chunk_vectors``)."""
 
     chunks: list[Chunk]
     extractions: list[Extraction]
     graph: Hypergraph
     vectors: dict[str, np.ndarray]
+    chunk_vectors: str = DEFAULT_CHUNK_VECTORS
 
 
 def seed_table(table: TextVectors, seed: Seed) -> dict[str, int]:
     """Register the seed's matrices as table sources and its texts as known; returns the
     source id of each kind."""
-    from ..chunking import chunk_passage
     src = {k: table.add_source(seed.vectors[k]) for k in KINDS}
     table.know(seed.graph.node_desc, src["node_vec"])
     table.know(seed.graph.edge_text, src["edge_vec"])
-    table.know([chunk_passage(c) for c in seed.chunks], src["chunk_vec"])
+    table.know(chunk_keys(seed.chunks, seed.chunk_vectors), src["chunk_vec"])
     return src
 
 
@@ -169,6 +171,8 @@ def stream_build(source: Any, extractor: Extractor, embedder: Embedder, *, merge
         if seed is not None:
             _check_new_ids(parts, seed)
     table = TextVectors(workdir, embedder.dim)
+    pooled = (options.chunk_vectors or DEFAULT_CHUNK_VECTORS) == "pooled"
+    n_seed = len(seed.chunks) if seed is not None else 0
     streaming = merge in ("semi", "none")
     asm = FlatAssembler(merge, group_of) if streaming else None
     chunks: list[Chunk] = []
@@ -208,7 +212,7 @@ def stream_build(source: Any, extractor: Extractor, embedder: Embedder, *, merge
                 texts["node_name"] += rec.node_name
                 texts["node_desc"] += rec.node_desc
                 texts["edge_text"] += rec.edge_text
-                all_texts = rec.node_desc + rec.edge_text + rec.passages
+                all_texts = rec.node_desc + rec.edge_text + ([] if pooled else rec.passages)
                 c, new = table.reserve(all_texts)
                 a, b = len(rec.node_desc), len(rec.node_desc) + len(rec.edge_text)
                 for k, part in zip(KINDS, (c[:a], c[a:b], c[b:])):
@@ -237,21 +241,26 @@ def stream_build(source: Any, extractor: Extractor, embedder: Embedder, *, merge
             graph = hypergraph_from_flat(**asm.finish(), **texts)
             codes_ = {k: (np.concatenate(v) if v else np.zeros(0, np.int64))
                       for k, v in codes.items()}
+        if pooled:  # the seed's rows, then the new chunks' pooled vectors
+            codes_["chunk_vec"] = np.concatenate([codes_["chunk_vec"][:n_seed], pooled_chunk_codes(
+                table, chunks, graph.edge_chunk, codes_["edge_vec"], n_seed, embedder, clock)])
     else:
-        graph, codes_ = assemble(chunks, exts, merge, group_of, table, embedder, clock)
+        graph, codes_ = assemble(chunks, exts, merge, group_of, table, embedder, clock,
+                                 "pooled" if pooled else "text")
     return Built(chunks, exts, graph, table, codes_, skipped,
                  embedded_texts=clock.counts.get("texts_embedded", 0))
 
 
 def assemble(chunks: Sequence[Chunk], extractions: Sequence[Extraction], merge: str,
              group_of: GroupOf | None, table: TextVectors, embedder: Embedder | None,
-             clock: StageClock) -> tuple[Hypergraph, dict[str, np.ndarray]]:
+             clock: StageClock, chunk_vectors: str = DEFAULT_CHUNK_VECTORS
+             ) -> tuple[Hypergraph, dict[str, np.ndarray]]:
     """The whole graph at once (any merge) and its vector codes; texts the table does not
     know are embedded (``add``, ``delete`` and full merge use this path)."""
-    from ..chunking import chunk_passage
+    pooled = chunk_vectors == "pooled"
     with clock.stage("assemble"):
         graph = build_hypergraph(extractions, merge=merge, group_of=group_of)
-        kinds = (graph.node_desc, graph.edge_text, [chunk_passage(c) for c in chunks])
+        kinds = (graph.node_desc, graph.edge_text, [] if pooled else chunk_keys(chunks, "text"))
         all_texts = [t for ts in kinds for t in ts]
         c, new = table.reserve(all_texts)
     if new:
@@ -263,7 +272,11 @@ def assemble(chunks: Sequence[Chunk], extractions: Sequence[Extraction], merge: 
         table.append(vecs)
         clock.count("texts_embedded", len(new))
     a, b = len(kinds[0]), len(kinds[0]) + len(kinds[1])
-    return graph, dict(zip(KINDS, (c[:a], c[a:b], c[b:])))
+    codes = dict(zip(KINDS, (c[:a], c[a:b], c[b:])))
+    if pooled:
+        codes["chunk_vec"] = pooled_chunk_codes(table, chunks, graph.edge_chunk,
+                                                codes["edge_vec"], 0, embedder, clock)
+    return graph, codes
 
 
 def _partition_results(parts, extractor, embedder, max_tokens, overlap, options, clock,

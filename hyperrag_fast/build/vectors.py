@@ -68,6 +68,10 @@ class TextVectors:
         for i, t in enumerate(texts):
             self._code.setdefault(digest(t), base | i)
 
+    def has(self, text: str) -> bool:
+        """Whether ``text`` already has a code (embedded, reserved or a source row)."""
+        return digest(text) in self._code
+
     def reserve(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
         """Codes of ``texts``; texts never seen get the next file rows, in order. Returns
         the codes and the positions of those new (distinct) texts, which the caller
@@ -98,8 +102,7 @@ class TextVectors:
         self._map = None
 
     def _table(self) -> np.ndarray:
-        if self.n != self.reserved:
-            raise RuntimeError(f"{self.reserved - self.n} reserved rows were never embedded")
+        """The rows written so far (reserved rows still to come are not readable)."""
         if self._map is None:
             self._f.flush()
             self._map = (np.memmap(self.path, np.float32, "r", shape=(self.n, self.dim))
@@ -122,6 +125,8 @@ class TextVectors:
     def write_npy(self, path: str | os.PathLike, codes: np.ndarray) -> None:
         """Write ``gather(codes)`` as a .npy file, one block at a time."""
         codes = np.asarray(codes, np.int64)
+        if self.n != self.reserved:
+            raise RuntimeError(f"{self.reserved - self.n} reserved rows were never embedded")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as f:
@@ -132,6 +137,8 @@ class TextVectors:
                 f.write(self.gather(codes[b:b + GATHER_BLOCK]).tobytes())
 
     def close(self) -> None:
+        """Close the file and drop the text index (the table is done once written)."""
         self._map = None
+        self._code, self._sources = {}, [None]
         if not self._f.closed:
             self._f.close()
