@@ -113,8 +113,8 @@ class HybridOptions:
     ``seed_skip_labels`` (e.g. CARDINAL, ORDINAL); "ner+ngram" = both. n-grams shorter
     than ``ngram_min_words`` words are not matched unless their group spans at most
     ``rare_words_max_group`` chunks (0 = never; a rare single-word name). Matched
-    groups spanning more than
-    ``seed_max_group`` chunks are not seeded; their states get A(v) >= ``seed_value``.
+    groups spanning more than ``seed_max_group`` chunks are not seeded; their states get
+    A(v) >= ``seed_value``.
     bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
     chunks, which also join C0.
 
