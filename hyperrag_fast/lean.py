@@ -7,7 +7,7 @@ application owns its process).
   ``np.convolve`` / ``np.correlate`` in compiled code. No kernel of this library uses them
   (nor ``np.dot``, which would import SciPy itself when compiled), so the probe is
   answered "no BLAS" and SciPy stays unimported; kernels compile to the same code.
-* :func:`trim_heap`: glibc keeps freed heap pages resident; onnxruntime's session setup
+* ``mmaps.trim_heap``: glibc keeps freed heap pages resident; onnxruntime's session setup
   frees ~60 MB of them (graph optimisation). ``malloc_trim(0)`` returns them.
 * the garbage collector: importing Numba and loading its cached kernels creates ~10^5
   objects, and collecting them over and over (during imports, and at interpreter exit)
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import gc
 import sys
+
+from .mmaps import trim_heap
 
 _BLAS = "scipy.linalg.cython_blas"
 
@@ -39,18 +41,8 @@ def skip_blas_probe() -> bool:
     return True
 
 
-def trim_heap() -> None:
-    """Give free heap memory back to the OS (glibc ``malloc_trim``; no-op elsewhere)."""
-    try:
-        import ctypes
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
-
-
 def settle() -> None:
-    """After an index is loaded: :func:`trim_heap`; when the console entry turned the
+    """After an index is loaded: ``mmaps.trim_heap``; when the console entry turned the
     collector off, freeze the objects made so far and turn it back on."""
     trim_heap()
     if not gc.isenabled():

@@ -25,7 +25,8 @@ def trim_heap() -> None:
     """Hand the C heap's free pages back to the kernel (glibc ``malloc_trim``; a no-op
     elsewhere). A build frees many small objects (spaCy documents, partition lists, the
     BM25 fit) that glibc keeps resident; trimming before the ANN stage keeps them from
-    adding to its peak (docs/architecture.md §10)."""
+    adding to its peak (docs/architecture.md §10). ``lean.settle`` trims after a
+    one-shot query process loads (what the ONNX session setup freed)."""
     import ctypes
     import ctypes.util
     try:

@@ -6,13 +6,13 @@ sha256, checked at load), the pooling and the truncation. Nothing touches the ne
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ..checksums import file_digest
 from .base import l2_normalize
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -21,12 +21,9 @@ INSTALL_HINT = 'install the offline extra: pip install "hyperrag_fast[offline]"'
 
 def verify_sha256(path: str | os.PathLike, expected: str) -> None:
     """Raise ValueError unless the file's sha256 is ``expected`` (pin what you load)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    if h.hexdigest() != expected:
-        raise ValueError(f"checksum mismatch for {path}: sha256 {h.hexdigest()}, pinned "
+    got = file_digest(path, "sha256")
+    if got != expected:
+        raise ValueError(f"checksum mismatch for {path}: sha256 {got}, pinned "
                          f"{expected}; the model file changed, refusing to load it")
 
 
