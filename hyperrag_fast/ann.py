@@ -50,7 +50,7 @@ def top_k_desc(scores: np.ndarray, k: int, exclude: np.ndarray | None = None) ->
 
 def _usearch_index(dim: int, p: AnnParams):
     from usearch.index import Index
-    return Index(ndim=dim, metric="cos", dtype="f32", connectivity=p.connectivity,
+    return Index(ndim=dim, metric="cos", dtype=p.storage, connectivity=p.connectivity,
                  expansion_add=p.expansion_add, expansion_search=p.expansion_search)
 
 

@@ -23,6 +23,9 @@ SEED_MODES = ("none", "ngram", "ner", "ner+ngram")
 HOP_WEIGHTS = ("uniform", "sim")
 MERGES = ("semi", "full", "none")
 BACKENDS = ("auto", "exact", "usearch")
+#: usearch HNSW vector storage; the graph's own copy of the vectors only steers the walk
+#: (hits are rescored with the exact float32 matrix), so half precision halves its memory.
+ANN_STORAGES = ("f16", "f32")
 #: chunk (passage) vectors: "text" embeds the passage, "pooled" averages its sentences'
 #: vectors and its title's (docs/architecture.md §10)
 CHUNK_VECTORS = ("text", "pooled")
@@ -167,10 +170,13 @@ class AnnParams:
     expansion_add: int = 128
     expansion_search: int = 128
     threads: int = 0  # usearch build/search threads; 0 = all cores
+    storage: str = "f16"  # HNSW vector storage (ANN_STORAGES); an index saved without it: f32
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.storage not in ANN_STORAGES:
+            raise ValueError(f"storage must be one of {ANN_STORAGES}, got {self.storage!r}")
         for name in ("connectivity", "expansion_add", "expansion_search"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -361,7 +361,7 @@ class HyperIndex:
         graph = Hypergraph(m["merge"], len(s.chunks), **{k: s.arrays[k] for k in ARRAY_FIELDS},
                            node_name=s.node_name, node_desc=s.node_desc,
                            edge_text=s.edge_text, group_key=s.group_key)
-        saved = {k: v for k, v in m["ann"].items() if k != "backends"}
+        saved = {"storage": "f32", **{k: v for k, v in m["ann"].items() if k != "backends"}}
         params = ann_params or AnnParams(**saved)
         a = s.arrays
 

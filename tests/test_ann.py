@@ -74,6 +74,27 @@ def test_usearch_agrees_and_round_trips(tmp_path):
     assert VectorIndex.load(X, None, p).backend == "exact"
 
 
+@pytest.mark.parametrize("storage", ["f16", "f32"])
+def test_storage_steers_only_the_walk(storage, tmp_path):
+    """Either storage finds the exact neighbours nearly always and returns exact float32
+    cosines; half precision saves the graph in fewer bytes (its vectors in half); the saved
+    file keeps its storage."""
+    X = _clustered()
+    a = VectorIndex(X, AnnParams(backend="usearch", storage=storage))
+    ia, sa = a.search(X[:50], 10)
+    ie, _ = VectorIndex(X, AnnParams(backend="exact")).search(X[:50], 10)
+    assert np.mean([len(set(x) & set(y)) / 10 for x, y in zip(ia, ie)]) >= 0.95
+    np.testing.assert_allclose(sa, np.einsum("qkd,qd->qk", X[ia], X[:50]), rtol=1e-6)
+    a.save(tmp_path / "x.usearch")
+    VectorIndex(X, AnnParams(backend="usearch", storage="f32")).save(tmp_path / "full.usearch")
+    ratio = (tmp_path / "x.usearch").stat().st_size / (tmp_path / "full.usearch").stat().st_size
+    assert (ratio < 0.8) if storage == "f16" else ratio == 1.0
+    b = VectorIndex.load(X, tmp_path / "x.usearch", AnnParams(backend="usearch"), view=True)
+    assert str(b.hnsw.dtype).lower().endswith(storage)  # e.g. "ScalarKind.F16"
+    with pytest.raises(ValueError, match="storage"):
+        AnnParams(storage="i4")
+
+
 def test_auto_threshold():
     X = _clustered(300)
     assert VectorIndex(X, AnnParams(exact_threshold=100)).backend == "usearch"

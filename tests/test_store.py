@@ -257,3 +257,15 @@ def test_chunks_are_read_row_by_row_until_all_are_needed(tmp_path, index):
     assert list(chunks) == index.chunks and chunks[1] is one  # same objects once loaded
     assert got.chunk_index(index.chunks[2].chunk_id) == 2
     assert [] + chunks == index.chunks and chunks + [] == index.chunks
+
+
+def test_ann_storage_recorded_and_old_indexes_read_as_f32(tmp_path, index):
+    """The manifest records the HNSW storage; an index saved before the key existed was
+    built with float32 graphs and loads as such (``add`` extends them in kind)."""
+    index.save(tmp_path / "ix")
+    mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
+    m = json.loads(mf.read_text())
+    assert m["ann"]["storage"] == index.ann_params.storage == "f16"
+    del m["ann"]["storage"]
+    mf.write_text(json.dumps(m))
+    assert HyperIndex.load(tmp_path / "ix").ann_params.storage == "f32"

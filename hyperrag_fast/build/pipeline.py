@@ -28,7 +28,7 @@ from ..hypergraph import Hypergraph, build_hypergraph, hypergraph_from_flat
 from ..records import Chunk, Extraction
 from .clock import StageClock
 from .flat import FlatAssembler, GroupOf
-from .partition import chunk_partition, embed_checked, extract_chunks
+from .partition import chunk_partition, embed_checked, extract_chunks, shared_names
 from .pooled import chunk_keys, pooled_chunk_codes
 from .vectors import TextVectors, source_codes
 
@@ -202,6 +202,7 @@ def stream_build(source: Any, extractor: Extractor, embedder: Embedder, *, merge
         for n_part, p_chunks, p_exts, p_vecs in _partition_results(
                 parts, extractor, embedder, max_tokens, overlap, options, clock, skipped,
                 group_of):
+            p_exts = shared_names(p_exts)
             chunks.extend(p_chunks)
             exts.extend(p_exts)
             xbar.update(n_part)
