@@ -108,7 +108,11 @@ class VectorIndex:
         old = self._rep.shape[0]
         if d.rep.shape[0] < old or not np.array_equal(d.rep[:old], self._rep):
             return VectorIndex(vectors, params, distinct=d)
-        hnsw = self.hnsw.copy()
+        if self._file is not None:  # read the file into memory: copying the view would
+            from usearch.index import Index  # also leave all its mapped pages resident
+            hnsw = Index.restore(self._file, view=False)
+        else:
+            hnsw = self.hnsw.copy()
         for b in range(old, d.rep.shape[0], _ADD_BLOCK):
             rep = d.rep[b:b + _ADD_BLOCK]
             hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64), np.ascontiguousarray(v[rep]),

@@ -95,6 +95,24 @@ def test_storage_steers_only_the_walk(storage, tmp_path):
         AnnParams(storage="i4")
 
 
+@pytest.mark.parametrize("spilled", [True, False])
+def test_extended_inserts_only_new_rows(spilled, tmp_path):
+    """``add``: the old graph (read from its file when it is a view of one, else copied)
+    gets only the new distinct rows; old ids keep their places; the old index is untouched."""
+    X = _clustered(3000)
+    p = AnnParams(backend="usearch")
+    old = VectorIndex(X[:2000], p)
+    if spilled:
+        old = old.spilled(tmp_path / "old.usearch")
+        assert old._file is not None
+    new = old.extended(X, p)
+    assert new.backend == "usearch" and len(new.hnsw) == 3000 and len(old.hnsw) == 2000
+    ia, _ = new.search(X[1990:2050], 10)
+    ie, _ = VectorIndex(X, AnnParams(backend="exact")).search(X[1990:2050], 10)
+    assert np.mean([len(set(x) & set(y)) / 10 for x, y in zip(ia, ie)]) >= 0.95
+    assert old.search(X[:5], 1)[0].ravel().tolist() == [0, 1, 2, 3, 4]
+
+
 def test_auto_threshold():
     X = _clustered(300)
     assert VectorIndex(X, AnnParams(exact_threshold=100)).backend == "usearch"
