@@ -77,8 +77,8 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
                                          hop_weight=v[3]))
     if name == "k":
         return replace(o, k_nodes=v[0], k_chunks=v[1])
-    if name == "rare_words_max_group":
-        return replace(o, hybrid=replace(h, rare_words_max_group=v))
+    if name in ("rare_words_max_group", "title_words", "near_matches"):
+        return replace(o, hybrid=replace(h, **{name: v}))
     return replace(o, stitch=s.replace(**{name: v}))
 
 
@@ -91,7 +91,8 @@ def current(o: QueryOptions, name: str):
             "bm25": (h.bm25_weight, h.k_bm25),
             "hop": (h.hop_chunks, h.hop_value, h.hop_max_group, h.hop_weight),
             "k": (o.k_nodes, o.k_chunks),
-            "rare_words_max_group": h.rare_words_max_group}.get(name, getattr(s, name, None))
+            "rare_words_max_group": h.rare_words_max_group,
+            "title_words": h.title_words, "near_matches": h.near_matches}.get(name, getattr(s, name, None))
 
 
 #: ablation rows: (label, coordinate changes from the default); "-x" = option x removed
@@ -107,6 +108,9 @@ ABLATIONS = [
     ("-rare single-word names", {"rare_words_max_group": 0}),
     ("+rare single-word names (group in 1 chunk)", {"rare_words_max_group": 1}),
     ("+rare single-word names (group in <= 2 chunks)", {"rare_words_max_group": 2}),
+    ("+title single words (a one-word n-gram naming a passage title)", {"title_words": True}),
+    ("+near matches (accents, a leading article)", {"near_matches": True}),
+    ("+title single words +near matches", {"title_words": True, "near_matches": True}),
     ("-ppr (d = 0)", {"graph": (0.0, INF, "uniform")}),
     ("-temporal_from_space", {"temporal": (50, 0.0)}),
     ("group_weight log1p (paper)", {"group_weight": "log1p"}),
@@ -177,6 +181,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--base", choices=("tuned", "searched"), default="searched",
                    help="ablate around the dev-selected setting (searched) or config.TUNED")
+    p.add_argument("--rows", nargs="*", default=None,
+                   help="only the ablation rows whose label contains one of these strings")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
     a = p.parse_args(argv)
     index = dict(x.split("=", 1) for x in a.index)
@@ -223,6 +229,8 @@ def main(argv=None) -> int:
     base = best_dev[0] if a.base == "searched" else TUNED
     ablations = []
     for label, changes in ABLATIONS:
+        if a.rows and not any(r in label for r in a.rows):
+            continue
         o = base
         for n, v in changes.items():
             o = apply(o, n, v)

@@ -115,7 +115,10 @@ class HybridOptions:
     normalised (needs the offline extra), skipping entities whose spaCy label is in
     ``seed_skip_labels`` (e.g. CARDINAL, ORDINAL); "ner+ngram" = both. n-grams shorter
     than ``ngram_min_words`` words are not matched unless their group spans at most
-    ``rare_words_max_group`` chunks (0 = never; a rare single-word name). Matched
+    ``rare_words_max_group`` chunks (0 = never; a rare single-word name), or, with
+    ``title_words``, when they are the name of a passage title (a one-word title).
+    ``near_matches`` also matches names that differ only in accents or a leading article
+    (``lexical.loose_key``). Matched
     groups spanning more than ``seed_max_group`` chunks are not seeded; their states get
     A(v) >= ``seed_value``.
     bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
@@ -135,6 +138,8 @@ class HybridOptions:
     seed_skip_labels: tuple[str, ...] = ()
     ngram_min_words: int = 1
     rare_words_max_group: float = 0
+    title_words: bool = False
+    near_matches: bool = False
     hop_chunks: int = 0
     hop_value: float = 1.0
     hop_max_group: float = 2
@@ -230,7 +235,7 @@ TUNED_STITCH = StitchOptions(
     tol=1e-6,
 )
 TUNED_HYBRID = HybridOptions(seeds="ngram", ngram_min_words=2, seed_value=1.0, seed_max_group=2,
-                             bm25_weight=0.1, k_bm25=20)
+                             bm25_weight=0.1, k_bm25=20, title_words=True)
 #: candidate budgets K_V (entity states) and K_C (chunks), STITCH-RAG §3.3 step 1
 TUNED_K_NODES = 25
 TUNED_K_CHUNKS = 50

@@ -35,11 +35,25 @@ def normalize_name(name: str) -> str:
     return _PUNCT_OR_SPACE.sub(" ", s).strip()
 
 
-class GroupLookup:
-    """Name-group id of a normalised name key (exact match), built once per graph."""
+_ARTICLE = re.compile(r"^(?:the|a|an) ")
 
-    def __init__(self, graph) -> None:
+
+def loose_key(key: str) -> str:
+    """A name key with accents folded and a leading article dropped: ``"the café"`` ->
+    ``"cafe"`` (question-side near-matches, docs/architecture.md §5)."""
+    s = "".join(ch for ch in unicodedata.normalize("NFKD", key) if not unicodedata.combining(ch))
+    return _ARTICLE.sub("", s)
+
+
+class GroupLookup:
+    """Name-group id of a normalised name key (exact match), built once per graph.
+    ``titles`` (a callable giving the chunk titles) backs :meth:`title_keys`."""
+
+    def __init__(self, graph, titles: Callable[[], Sequence[str]] | None = None) -> None:
         self.graph = graph
+        self._titles = titles
+        self._title_keys: frozenset[str] | None = None
+        self._loose: dict[str, list[int]] | None = None
         keys = graph.group_key
         self._id = dict(zip(keys, range(len(keys))))  # C speed; keys are usually distinct
         self._ids: dict[str, list[int]] = {}  # keys that name several groups
@@ -48,6 +62,28 @@ class GroupLookup:
                 self._ids.setdefault(key, []).append(g)
             self._ids = {k: v for k, v in self._ids.items() if len(v) > 1}
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
+
+    def title_keys(self) -> frozenset[str]:
+        """Name keys of the chunk titles (read on first use: a query that never asks for
+        them never reads the chunks)."""
+        if self._title_keys is None:
+            if self._titles is None:
+                raise ValueError("title_words needs the chunk titles: this lookup has none")
+            self._title_keys = frozenset(normalize_name(t) for t in self._titles() if t)
+        return self._title_keys
+
+    def groups_of_loose_keys(self, keys: Sequence[str], min_words: int = 1) -> list[int]:
+        """Groups whose :func:`loose_key` equals that of one of ``keys`` and still has
+        ``min_words`` words ("the film" must not reach "film"); the table is built on
+        first use."""
+        if self._loose is None:
+            loose: dict[str, list[int]] = {}
+            for g, key in enumerate(self.graph.group_key):
+                loose.setdefault(loose_key(key), []).append(g)
+            self._loose = loose
+        loose_keys = [x for x in map(loose_key, keys) if x.count(" ") + 1 >= min_words]
+        out = [g for k in loose_keys for g in self._loose.get(k, ())]
+        return sorted(set(out))
 
     def groups_of_keys(self, keys: Sequence[str]) -> list[int]:
         out: list[int] = []
@@ -75,10 +111,13 @@ class GroupLookup:
 def question_groups(text: str, lookup: GroupLookup, mode: str,
                     ner: Callable[[str], list[tuple[str, str]]] | None = None,
                     skip_labels: tuple[str, ...] = (), ngram_min_words: int = 1,
-                    rare_words_max_group: float = 0) -> list[int]:
+                    rare_words_max_group: float = 0, title_words: bool = False,
+                    near_matches: bool = False) -> list[int]:
     """Group ids named in the question (see :class:`HybridOptions`). With
     ``rare_words_max_group`` > 0, n-grams shorter than ``ngram_min_words`` still match a
-    group spanning at most that many chunks (a rare short name)."""
+    group spanning at most that many chunks (a rare short name); with ``title_words``,
+    one that is a chunk title's name; ``near_matches`` also matches the n-grams'
+    :func:`loose_key` (accents, a leading article)."""
     if mode == "none":
         return []
     keys: list[str] = []
@@ -89,10 +128,16 @@ def question_groups(text: str, lookup: GroupLookup, mode: str,
             gc = lookup.graph.group_chunks
             rare = [x for x in lookup.groups_of_keys(lookup.ngram_keys(text, max_n=ngram_min_words - 1))
                     if gc[x] <= rare_words_max_group]
+        if title_words and ngram_min_words > 1:
+            titles = lookup.title_keys()
+            rare += lookup.groups_of_keys([k for k in lookup.ngram_keys(text, max_n=ngram_min_words - 1)
+                                           if k in titles])
     if mode in ("ner", "ner+ngram"):
         if ner is None:
             raise ValueError(f"seeds={mode!r} needs an NER function (the offline extractor's spaCy model)")
         keys += [normalize_name(t) for t, label in ner(text) if label not in skip_labels]
+    if near_matches:
+        rare += lookup.groups_of_loose_keys(keys, ngram_min_words)
     return sorted(set(lookup.groups_of_keys(keys)) | set(rare))
 
 

@@ -109,6 +109,20 @@ class LazyRows(Sequence):
         return f"LazyRows({self._n} rows{'' if self._rows is None else ', loaded'})"
 
 
+def chunk_titles(chunks: Sequence[Chunk]) -> list[str]:
+    """Every chunk's title: one column of ``texts.sqlite`` when ``chunks`` are lazy rows
+    not read yet (a query never reads the chunk texts for this), else from the records."""
+    if isinstance(chunks, LazyRows) and chunks._rows is None:
+        try:
+            rows = [r[0] or "" for r in chunks._con.execute("SELECT title FROM chunks ORDER BY idx")]
+        except sqlite3.Error as e:
+            chunks._fail(e)
+        if len(rows) != len(chunks):
+            raise IndexCorruptedError(f"{TEXTS}: {len(rows)} titles, expected {len(chunks)}")
+        return rows
+    return [c.title for c in chunks]
+
+
 def read_texts(path: Path):
     """(chunks, extractions, node names, node descriptions, edge texts, group keys)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)

@@ -137,3 +137,40 @@ def test_rare_single_word_names():
         HybridOptions(hop_weight="magic")
     with pytest.raises(ValueError, match="hop"):
         HybridOptions(hop_chunks=-1)
+
+
+def test_title_words_match_one_word_titles_only():
+    """With ngram_min_words 2, a one-word n-gram seeds its group only when ``title_words``
+    is on and the word is a chunk title's name; the titles are read on first use."""
+    import pytest
+
+    ex = [Extraction((Segment("t", (("Hamlet", "a"), ("Denmark", "b"))),)),
+          Extraction((Segment("t", (("Denmark", "c"), ("Who", "d"))),))]
+    reads = []
+    lk = GroupLookup(build_hypergraph(ex), titles=lambda: reads.append(1) or ["Hamlet", "", "Elsinore"])
+    keys = lambda groups: sorted(lk.graph.group_key[x] for x in groups)  # noqa: E731
+    q = "Who wrote Hamlet, set in Denmark?"
+    assert keys(question_groups(q, lk, "ngram", ngram_min_words=2)) == [] and not reads
+    assert keys(question_groups(q, lk, "ngram", ngram_min_words=2, title_words=True)) == ["hamlet"]
+    question_groups(q, lk, "ngram", ngram_min_words=2, title_words=True)
+    assert reads == [1]
+    assert keys(question_groups(q, lk, "ngram", title_words=True)) == ["denmark", "hamlet", "who"]
+    with pytest.raises(ValueError, match="titles"):
+        question_groups(q, GroupLookup(lk.graph), "ngram", ngram_min_words=2, title_words=True)
+
+
+def test_near_matches_fold_accents_and_a_leading_article():
+    from hyperrag_fast.lexical import loose_key
+
+    assert loose_key("the café de flore") == "cafe de flore" and loose_key("theatre") == "theatre"
+    ex = [Extraction((Segment("t", (("The Café Society", "a"), ("Zoë Kravitz", "b"))),))]
+    lk = GroupLookup(build_hypergraph(ex))
+    keys = lambda groups: sorted(lk.graph.group_key[x] for x in groups)  # noqa: E731
+    q = "Who starred in Cafe Society with Zoe Kravitz?"
+    assert keys(question_groups(q, lk, "ngram", ngram_min_words=2)) == []
+    assert keys(question_groups(q, lk, "ngram", ngram_min_words=2, near_matches=True)) == [
+        "the café society", "zoë kravitz"]
+    ex = [Extraction((Segment("t", (("Film", "a"),)),))]
+    lk = GroupLookup(build_hypergraph(ex))
+    assert question_groups("Who directed the film?", lk, "ngram", ngram_min_words=2,
+                           near_matches=True) == []

@@ -269,3 +269,13 @@ def test_ann_storage_recorded_and_old_indexes_read_as_f32(tmp_path, index):
     del m["ann"]["storage"]
     mf.write_text(json.dumps(m))
     assert HyperIndex.load(tmp_path / "ix").ann_params.storage == "f32"
+
+
+def test_chunk_titles_read_one_column(tmp_path, index):
+    """A query's title lookup reads the title column, not the chunk texts."""
+    from hyperrag_fast.texts import chunk_titles
+
+    index.save(tmp_path / "ix")
+    ix = HyperIndex.load(tmp_path / "ix")
+    assert chunk_titles(ix.chunks) == [c.title for c in index.chunks] == chunk_titles(index.chunks)
+    assert "loaded" not in repr(ix.chunks)

@@ -12,6 +12,7 @@ from ..ann import VectorIndex
 from ..config import AnnParams
 from ..engine import StitchEngine
 from ..lexical import BM25, GroupLookup
+from ..texts import chunk_titles
 from . import baselines, coda, stitch
 from .base import OWN, Method, MethodOutput, MissingPrebuilt, QueryState
 from .coda import CodaSetup
@@ -54,7 +55,8 @@ def query_state(index, prebuilt=None, coda_setup: CodaSetup | None = None,
         engines[key] = StitchEngine(vg.graph, vg.node_vec, index.edge_vec, index.chunk_vec)
         node_search[key] = (index.ann["node_vec"] if vg.index_nodes
                             else VectorIndex(engines[key].node_vec, AnnParams(backend="exact")))
-    lookups = {k: GroupLookup(e.graph) for k, e in engines.items()}
+    titles = lambda: chunk_titles(index.chunks)  # noqa: E731  (read on first use)
+    lookups = {k: GroupLookup(e.graph, titles) for k, e in engines.items()}
     bm25 = BM25(index.bm25) if index.bm25.terms else None  # no term: empty or stop words only
     bound = None
     if prebuilt is not None and prebuilt.coda is not None:

@@ -57,7 +57,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         lk = state.lookups[key]
         groups = question_groups(text, lk, hybrid.seeds, _ner(state) if "ner" in hybrid.seeds else None,
                                  hybrid.seed_skip_labels, hybrid.ngram_min_words,
-                                 hybrid.rare_words_max_group)
+                                 hybrid.rare_words_max_group, hybrid.title_words,
+                                 hybrid.near_matches)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
     cand_ms = _ms(t0)
     t0 = time.perf_counter()
