@@ -75,6 +75,31 @@ def combined(dev: dict, test: dict) -> list[str]:
     return out + [""]
 
 
+def not_beating_dense(sets: list[tuple[str, dict]]) -> list[str]:
+    """Every cell (set, question type, k) where ``stitch`` does not beat ``dense``."""
+    out = ["## Where `stitch` does not beat `dense`", "",
+           "Every cell of the tables above (all questions and each question type, R@2/5/8) "
+           "where `stitch` is at or below `dense`, computed from the same files:", ""]
+    found = 0
+    for label, res in sets:
+        ms = res["methods"]
+        if "stitch" not in ms or "dense" not in ms:
+            continue
+        s, d = ms["stitch"], ms["dense"]
+        rows = [("all", s, d)] + [(t, s["by_type"][t], d["by_type"][t])
+                                  for t in sorted(s.get("by_type", {})) if t in d.get("by_type", {})]
+        for t, a, b in rows:
+            ks = [k for k in (2, 5, 8) if a[f"recall@{k}"] <= b[f"recall@{k}"]]
+            if ks:
+                found += 1
+                n = f", n={a['n']}" if "n" in a else ""
+                out.append(f"* {label}, {t}{n}: " + "; ".join(
+                    f"R@{k} stitch {a[f'recall@{k}']:.3f} vs dense {b[f'recall@{k}']:.3f}" for k in ks))
+    if not found:
+        out.append("* none: `stitch` is above `dense` in every cell.")
+    return out + [""]
+
+
 def main() -> None:
     test, dev = load("2wikimultihopqa_test"), load("2wikimultihopqa_dev")
     hot = load("hotpotqa_train_test")
@@ -101,6 +126,11 @@ def main() -> None:
             lines += table(res, f"{kind} with the bge-small-en-v1.5 embedder (`--embedder "
                                 f"bge-small`; the default's constants, calibrated for MiniLM)",
                            types=TYPES_2WIKI if name.startswith("2wiki") else TYPES_HOTPOT)
+    sets = [(label, res) for label, res in (
+        ("2Wiki test (MiniLM)", test), ("2Wiki dev (MiniLM)", dev), ("HotpotQA (MiniLM)", hot),
+        ("2Wiki test (bge, MiniLM's constants)", load("2wikimultihopqa_test", "bge")),
+        ("HotpotQA (bge, MiniLM's constants)", load("hotpotqa_train_test", "bge"))) if res]
+    lines += not_beating_dense(sets)
     reading = Path("benchmarks/quality_reading.md")
     if reading.exists():
         lines += [reading.read_text()]
