@@ -108,6 +108,7 @@ ABLATIONS = [
     ("-rare single-word names", {"rare_words_max_group": 0}),
     ("+rare single-word names (group in 1 chunk)", {"rare_words_max_group": 1}),
     ("+rare single-word names (group in <= 2 chunks)", {"rare_words_max_group": 2}),
+    ("-title single words", {"title_words": False}),
     ("+title single words (a one-word n-gram naming a passage title)", {"title_words": True}),
     ("+near matches (accents, a leading article)", {"near_matches": True}),
     ("+title single words +near matches", {"title_words": True, "near_matches": True}),
