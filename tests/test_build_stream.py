@@ -193,3 +193,16 @@ def test_cli_build_scratch_lives_in_the_index_and_is_gone_after(tmp_path):
     gc.collect()
     assert not [p for p in (tmp_path / "ix").iterdir() if p.name.startswith(SCRATCH_PREFIX)]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(SCRATCH_PREFIX)]
+
+
+def test_shared_names_interns_equal_names_and_keeps_records_equal():
+    from hyperrag_fast.build.partition import shared_names
+    from hyperrag_fast.records import Extraction, Segment
+
+    a, b = "".join(["Ada ", "Lovelace"]), "".join(["Ada Love", "lace"])
+    assert a == b and a is not b
+    exts = [Extraction((Segment("s1", ((a, "s1"),)),)), Extraction((), error="boom"),
+            Extraction((Segment("s2", ((b, "s2"), ("x", "s2"))),))]
+    out = shared_names(exts)
+    assert out == exts and out[1] is exts[1]
+    assert out[0].segments[0].entities[0][0] is out[2].segments[0].entities[0][0]
