@@ -121,24 +121,24 @@ def question_groups(text: str, lookup: GroupLookup, mode: str,
     if mode == "none":
         return []
     keys: list[str] = []
-    rare: list[int] = []
+    extra: list[int] = []  # groups matched by the rules for short n-grams and near-matches
     if mode in ("ngram", "ner+ngram"):
         keys += lookup.ngram_keys(text, min_n=ngram_min_words)
-        if rare_words_max_group > 0 and ngram_min_words > 1:
+        short = (lookup.ngram_keys(text, max_n=ngram_min_words - 1)
+                 if ngram_min_words > 1 and (rare_words_max_group > 0 or title_words) else [])
+        if rare_words_max_group > 0 and short:
             gc = lookup.graph.group_chunks
-            rare = [x for x in lookup.groups_of_keys(lookup.ngram_keys(text, max_n=ngram_min_words - 1))
-                    if gc[x] <= rare_words_max_group]
-        if title_words and ngram_min_words > 1:
+            extra += [x for x in lookup.groups_of_keys(short) if gc[x] <= rare_words_max_group]
+        if title_words and short:
             titles = lookup.title_keys()
-            rare += lookup.groups_of_keys([k for k in lookup.ngram_keys(text, max_n=ngram_min_words - 1)
-                                           if k in titles])
+            extra += lookup.groups_of_keys([k for k in short if k in titles])
     if mode in ("ner", "ner+ngram"):
         if ner is None:
             raise ValueError(f"seeds={mode!r} needs an NER function (the offline extractor's spaCy model)")
         keys += [normalize_name(t) for t, label in ner(text) if label not in skip_labels]
     if near_matches:
-        rare += lookup.groups_of_loose_keys(keys, ngram_min_words)
-    return sorted(set(lookup.groups_of_keys(keys)) | set(rare))
+        extra += lookup.groups_of_loose_keys(keys, ngram_min_words)
+    return sorted(set(lookup.groups_of_keys(keys)) | set(extra))
 
 
 def spacy_entity_texts(nlp) -> Callable[[str], list[tuple[str, str]]]:
