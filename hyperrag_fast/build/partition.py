@@ -32,8 +32,7 @@ def chunk_partition(part: Sequence[Any], max_tokens: int, overlap: int,
 
 def shared_names(exts: Sequence[Extraction]) -> list[Extraction]:
     """The same extractions with every entity name interned: a name recurs across many
-    chunks (Zipf); one string per distinct name instead of one per occurrence (a sixth of
-    the extraction records of a 2,000-passage synthetic build)."""
+    chunks (Zipf); one string per distinct name instead of one per occurrence."""
     intern = sys.intern
     return [e if e.error is not None else Extraction(tuple(
         Segment(s.topic, tuple((intern(n), d) for n, d in s.entities)) for s in e.segments))
