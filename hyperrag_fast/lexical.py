@@ -4,6 +4,7 @@
   shared with the build side (``hyperrag_fast.normalize`` re-exports it);
 * :class:`GroupLookup` / :func:`question_groups`: names in the question -> name groups ->
   seed states (question-entity seeds, docs/architecture.md §5);
+* :class:`TitleLookup`: chunk titles the question names (docs/architecture.md §5);
 * :class:`BM25`: Okapi BM25 over chunk passages (the ``bm25`` reference row and the
   optional lexical prior term, docs/architecture.md §5).
 
@@ -45,13 +46,52 @@ def loose_key(key: str) -> str:
     return _ARTICLE.sub("", s)
 
 
+class TitleLookup:
+    """Chunk titles by name key, read on first use through ``titles`` (a callable giving
+    one title per chunk): a query that never asks for them never reads the chunks."""
+
+    def __init__(self, titles: Callable[[], Sequence[str]]) -> None:
+        self._titles = titles
+        self._chunks: dict[str, np.ndarray] | None = None
+        self._max_words = 0
+        self._lock = threading.Lock()
+
+    def _table(self) -> dict[str, np.ndarray]:
+        with self._lock:
+            if self._chunks is None:
+                ids: dict[str, list[int]] = {}
+                for c, t in enumerate(self._titles()):
+                    key = normalize_name(t) if t else ""
+                    if key:
+                        ids.setdefault(key, []).append(c)
+                self._max_words = max((k.count(" ") + 1 for k in ids), default=0)
+                self._chunks = {k: np.asarray(v, np.int64) for k, v in ids.items()}
+        return self._chunks
+
+    def keys(self) -> frozenset[str]:
+        """The name keys of the chunk titles."""
+        return frozenset(self._table())
+
+    def chunks_named_in(self, text: str, min_words: int = 1) -> list[np.ndarray]:
+        """The chunks of each title (>= ``min_words`` words) the question ``text`` contains
+        whole, as name keys; a title found inside a longer title found in the question is
+        dropped ("The Trail of the Lonesome Pine (song)" keeps only the song)."""
+        table = self._table()
+        words = normalize_name(text).split()
+        spans = [(i, i + n) for n in range(max(min_words, 1), min(self._max_words, len(words)) + 1)
+                 for i in range(len(words) - n + 1) if " ".join(words[i:i + n]) in table]
+        keep = {" ".join(words[i:j]) for i, j in spans
+                if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)}
+        return [table[k] for k in sorted(keep)]
+
+
 class GroupLookup:
     """Name-group id of a normalised name key (exact match), built once per graph.
-    ``titles`` (a callable giving the chunk titles) backs :meth:`title_keys`."""
+    ``titles`` (the index's :class:`TitleLookup`) backs :meth:`title_keys`."""
 
-    def __init__(self, graph, titles: Callable[[], Sequence[str]] | None = None) -> None:
+    def __init__(self, graph, titles: TitleLookup | None = None) -> None:
         self.graph = graph
-        self._titles = titles
+        self.titles = titles
         self._title_keys: frozenset[str] | None = None
         self._loose: dict[str, list[int]] | None = None
         keys = graph.group_key
@@ -64,12 +104,11 @@ class GroupLookup:
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
 
     def title_keys(self) -> frozenset[str]:
-        """Name keys of the chunk titles (read on first use: a query that never asks for
-        them never reads the chunks)."""
+        """Name keys of the chunk titles (read on first use)."""
         if self._title_keys is None:
-            if self._titles is None:
+            if self.titles is None:
                 raise ValueError("title_words needs the chunk titles: this lookup has none")
-            self._title_keys = frozenset(normalize_name(t) for t in self._titles() if t)
+            self._title_keys = self.titles.keys()
         return self._title_keys
 
     def groups_of_loose_keys(self, keys: Sequence[str], min_words: int = 1) -> list[int]:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hyperrag_fast.build.lexical import fit_bm25
 from hyperrag_fast.lexical import BM25
 from hyperrag_fast.config import HybridOptions
-from hyperrag_fast.lexical import GroupLookup, question_groups
+from hyperrag_fast.lexical import GroupLookup, TitleLookup, question_groups
 from hyperrag_fast.hypergraph import build_hypergraph
 from hyperrag_fast.records import Extraction, Segment
 
@@ -147,7 +147,7 @@ def test_title_words_match_one_word_titles_only():
     ex = [Extraction((Segment("t", (("Hamlet", "a"), ("Denmark", "b"))),)),
           Extraction((Segment("t", (("Denmark", "c"), ("Who", "d"))),))]
     reads = []
-    lk = GroupLookup(build_hypergraph(ex), titles=lambda: reads.append(1) or ["Hamlet", "", "Elsinore"])
+    lk = GroupLookup(build_hypergraph(ex), TitleLookup(lambda: reads.append(1) or ["Hamlet", "", "Elsinore"]))
     keys = lambda groups: sorted(lk.graph.group_key[x] for x in groups)  # noqa: E731
     q = "Who wrote Hamlet, set in Denmark?"
     assert keys(question_groups(q, lk, "ngram", ngram_min_words=2)) == [] and not reads

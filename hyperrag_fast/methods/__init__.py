@@ -8,12 +8,10 @@ and what the build step made (:mod:`hyperrag_fast.prebuilt`).
 """
 from __future__ import annotations
 
-import functools
-
 from ..ann import VectorIndex
 from ..config import AnnParams
 from ..engine import StitchEngine
-from ..lexical import BM25, GroupLookup
+from ..lexical import BM25, GroupLookup, TitleLookup
 from ..texts import chunk_titles
 from . import baselines, coda, stitch
 from .base import OWN, Method, MethodOutput, MissingPrebuilt, QueryState
@@ -57,7 +55,7 @@ def query_state(index, prebuilt=None, coda_setup: CodaSetup | None = None,
         engines[key] = StitchEngine(vg.graph, vg.node_vec, index.edge_vec, index.chunk_vec)
         node_search[key] = (index.ann["node_vec"] if vg.index_nodes
                             else VectorIndex(engines[key].node_vec, AnnParams(backend="exact")))
-    titles = functools.cache(lambda: chunk_titles(index.chunks))  # read once, on first use
+    titles = TitleLookup(lambda: chunk_titles(index.chunks))  # read once, on first use
     lookups = {k: GroupLookup(e.graph, titles) for k, e in engines.items()}
     bm25 = BM25(index.bm25) if index.bm25.terms else None  # no term: empty or stop words only
     bound = None

@@ -60,6 +60,11 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                                  hybrid.rare_words_max_group, hybrid.title_words,
                                  hybrid.near_matches)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
+    if hybrid.title_chunks > 0:
+        named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
+            text, hybrid.ngram_min_words))
+        c0 = np.concatenate([c0, named])
+        bonus = np.concatenate([bonus, hybrid.title_chunks * share])
     cand_ms = _ms(t0)
     t0 = time.perf_counter()
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
@@ -78,6 +83,19 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
         d.update(cand_nodes=v0, cand_chunks=c0, seed_nodes=seeds, graph=key)
     return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
+
+
+def title_shares(eng, q: np.ndarray, titled: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks of the titles the question names, each with its share of its title's
+    prior term (``HybridOptions.title_chunks``): max(0, sim(q, c)) over the title's chunks,
+    normalised to sum 1 (equal shares when no chunk is similar)."""
+    if not titled:
+        return np.empty(0, np.int64), np.empty(0)
+    shares = []
+    for ids in titled:
+        w = np.maximum((eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), 0.0)
+        shares.append(w / w.sum() if w.sum() > 0 else np.full(ids.shape[0], 1.0 / ids.shape[0]))
+    return np.concatenate(titled), np.concatenate(shares).astype(np.float64)
 
 
 def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,
