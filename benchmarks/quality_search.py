@@ -14,8 +14,8 @@ the selected settings and the ablation rows. Objective: mean of R@2, R@5, R@8.
 
 ``--mode local`` (default) moves few coordinates: the title prior term (the weakest value
 within ``--min-gain`` of the best), delta x lambda jointly (the constants tied to the
-embedder's similarity scale), then the second round, each kept only when it gains more
-than ``--min-gain``. ``--mode random`` samples every coordinate at once
+embedder's similarity scale), then the second round and where it starts, each kept only
+when it gains more than ``--min-gain``. ``--mode random`` samples every coordinate at once
 (coupled options move together); with 200 dev questions its winner can fit dev noise:
 measure its transfer before trusting it (benchmarks/README.md).
 """
@@ -60,6 +60,7 @@ SPACE = {
             (4, 1.0, 2, "sim"), (2, 2.0, 2, "sim"), (2, 1.0, 3, "sim")],
     "k": [(25, 50), (50, 50), (25, 100), (50, 100)],
     "title_chunks": [0.0, 0.3, 1.0, 3.0, 10.0],  # weakest first (local search's title stage)
+    "hop_titles": [False, True],
 }
 
 
@@ -79,7 +80,7 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
                                          hop_weight=v[3]))
     if name == "k":
         return replace(o, k_nodes=v[0], k_chunks=v[1])
-    if name in ("rare_words_max_group", "title_words", "near_matches", "title_chunks"):
+    if name in ("rare_words_max_group", "title_words", "near_matches", "title_chunks", "hop_titles"):
         return replace(o, hybrid=replace(h, **{name: v}))
     return replace(o, stitch=s.replace(**{name: v}))
 
@@ -95,7 +96,7 @@ def current(o: QueryOptions, name: str):
             "k": (o.k_nodes, o.k_chunks),
             "rare_words_max_group": h.rare_words_max_group,
             "title_words": h.title_words, "near_matches": h.near_matches,
-            "title_chunks": h.title_chunks}.get(name, getattr(s, name, None))
+            "title_chunks": h.title_chunks, "hop_titles": h.hop_titles}.get(name, getattr(s, name, None))
 
 
 #: ablation rows: (label, coordinate changes from the default); "-x" = option x removed
@@ -104,6 +105,8 @@ ABLATIONS = [
     ("-hop (no second round)", {"hop": (0, 1.0, 2, "sim")}),
     ("+hop (second round: 1 chunk, 0.5, sim)", {"hop": (1, 0.5, 2, "sim")}),
     ("+hop (second round: 2 chunks, 1.0, sim)", {"hop": (2, 1.0, 2, "sim")}),
+    ("-hop titles (second round from the top chunk only)", {"hop_titles": False}),
+    ("+hop titles (second round also from the named titles' chunks)", {"hop_titles": True}),
     ("delta 0.6 (before)", {"delta": 0.6}),
     ("delta 0.7", {"delta": 0.7}),
     ("-seeds (no question names)", {"seeds": ("none", 1, INF)}),
@@ -154,12 +157,12 @@ class Bench:
 def local_search(row, on: str, min_gain: float) -> tuple[QueryOptions, dict]:
     """From config.TUNED: (1) the title prior term: the weakest value within ``min_gain``
     of the stage's best (its grid runs from the weakest); (2) delta x lambda, the two
-    constants tied to the embedder's similarity scale; (3) the second round. Stages 2-3
-    keep their best change only when it gains more than ``min_gain`` of objective on
-    ``on`` (a guard against noise)."""
+    constants tied to the embedder's similarity scale; (3) the second round; (4) whether
+    it also starts from the named titles' chunks. Stages 2-4 keep their best change only
+    when it gains more than ``min_gain`` of objective on ``on`` (a guard against noise)."""
     best = TUNED
     stages = ({"title_chunks": SPACE["title_chunks"]}, {"delta": SPACE["delta"], "lam": SPACE["lam"]},
-              {"hop": SPACE["hop"]})
+              {"hop": SPACE["hop"]}, {"hop_titles": SPACE["hop_titles"]})
     for i, stage in enumerate(stages):
         base = row(best)[on]["objective"]
         cands = [best]

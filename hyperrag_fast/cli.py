@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .embed.registry import embedder_for_name, make_embedder
-from .store import IndexError_, read_manifest, writer_lock
+from .store import IndexError_, read_manifest
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
 DEMO_QUESTIONS = (
@@ -149,6 +149,7 @@ def _all_failed(rep, what: str) -> None:
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
     from .intake import check_new_index_target, check_writable_parent
+    from .publish import writer_lock
     from .store import current_generation
     check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
                            or (p / "manifest.json").is_file())  # or an old-format index
@@ -189,6 +190,7 @@ def _remove_failed_first_build(root: Path) -> None:
 
 def cmd_add(a) -> dict[str, Any]:
     from .intake import check_writable_parent
+    from .publish import writer_lock
     check_writable_parent(_existing(a.index))
     docs = _documents(a)
     with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
@@ -202,6 +204,7 @@ def cmd_add(a) -> dict[str, Any]:
 
 
 def cmd_delete(a) -> dict[str, Any]:
+    from .publish import writer_lock
     with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
         ix = _load(a.index)
         try:
@@ -279,7 +282,7 @@ def cmd_build_methods(a) -> dict[str, Any]:
 
 
 def cmd_upgrade(a) -> dict[str, Any]:
-    from .store import upgrade_checksums
+    from .publish import upgrade_checksums
     done = upgrade_checksums(_existing(a.index), a.lock_timeout)
     return {"index": a.index, "upgraded": done,
             "report": {"summary": "recorded xxh3_128 checksums" if done

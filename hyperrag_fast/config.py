@@ -129,6 +129,8 @@ class HybridOptions:
     become seeds (A(v) >= hop_value x weight) and STITCH runs again on the same
     candidates. hop_weight "uniform" = 1; "sim" = max(0, sim(q, v)) / max over the hop
     chunk's states, so the name in the sentence the question asks about weighs most.
+    hop_titles: the second round also starts from the chunks whose title the question
+    names (``title_chunks``), so a question naming two pages carries both bridges.
 
     title_chunks > 0 (ours, docs/architecture.md §5): a chunk whose whole title the
     question contains (name keys; a disambiguator such as "(song)" included, and a title
@@ -150,6 +152,7 @@ class HybridOptions:
     hop_max_group: float = 2
     hop_weight: str = "sim"
     title_chunks: float = 0.0
+    hop_titles: bool = False
 
     def __post_init__(self) -> None:
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)

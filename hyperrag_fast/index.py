@@ -40,7 +40,7 @@ from .extract.base import Extractor
 from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
 from .records import Chunk, Extraction
 from .store import (SCRATCH_PREFIX, IndexCorruptedError, IndexMismatchError, StoredIndex,
-                    load_index, read_generation, save_index)
+                    load_index, read_generation)
 
 if TYPE_CHECKING:
     from .build.pipeline import Built, Seed
@@ -327,6 +327,7 @@ class HyperIndex:
             return {k: f"{k}.usearch" for k, v in self.ann.items() if v.save(d / f"{k}.usearch")}
 
         t, peak = time.perf_counter(), rss_mb()
+        from .publish import save_index  # the writing side: not imported by a query
         save_index(path, s, write_ann)
         if self.report.stages:  # the build's stage figures gain the save
             self.report.stages["stages"]["save"] = {

@@ -3,7 +3,7 @@
 Layout of an index directory ``<index>/``::
 
     CURRENT              the name of the live generation (one line), replaced atomically
-    .lock                the single-writer lock (:func:`writer_lock`), never part of an index
+    .lock                the single-writer lock (``publish.writer_lock``), never part of an index
     gen-<seq>-<rand>/    one immutable generation per save:
       manifest.json        format version, embedder/extractor names, merge, counts,
                            ANN settings, sha256 and xxh3_128 of every other file
@@ -19,8 +19,8 @@ Layout of an index directory ``<index>/``::
                            node names/descriptions, edge texts, group keys; a load reads
                            the group keys, the rest on first use (hyperrag_fast.texts)
 
-Writers (``save``, and the read-modify-write of ``hyperrag index/add/delete``) hold the
-lock; a second writer waits up to its timeout, then gets :class:`IndexLockedError`.
+Reading lives here, writing in :mod:`hyperrag_fast.publish`. Writers (``save``, and the
+read-modify-write of ``hyperrag index/add/delete``) hold the lock; a second writer waits up to its timeout, then gets :class:`IndexLockedError`.
 Publishing never leaves the path without an index: the new generation is written and
 fsynced beside the live one, then CURRENT is replaced (write temp + fsync + ``os.replace``,
 the commit point), then generations other than the new and the previous one are removed.
@@ -34,24 +34,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import signal
 import sqlite3
-import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, TypeVar
 
-import filelock
 import numpy as np
 
 from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
-from .checksums import FAST, Verification, manifest_checksums, verify_files
-from .texts import (TEXTS, LazyRows, extraction_from_json,  # noqa: F401 (re-exported)
-                    extraction_to_json, read_texts)
+from .checksums import Verification
+from .texts import TEXTS, read_texts
 from .validate import check_finite, check_structure
 
 # 2: states per entity entry (docs/architecture.md §2); 3: usearch over distinct rows;
@@ -88,134 +82,7 @@ class StoredIndex:
     lexical: dict[str, Any] = field(default_factory=dict)  # BM25 terms + parameters
 
 
-# ------------------------------------------------------------------------- saving
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _npy_file_of(a: np.ndarray) -> Path | None:
-    """The .npy file ``a`` is a whole read-only memory map of, if any."""
-    if not isinstance(a, np.memmap) or a.filename is None or not a.flags.c_contiguous:
-        return None
-    try:
-        with open(a.filename, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                    else np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = read(f)
-            offset = f.tell()
-    except (OSError, ValueError):
-        return None
-    if fortran or shape != a.shape or dtype != a.dtype or offset != a.offset:
-        return None
-    return Path(a.filename)
-
-
-def _write_npy(path: Path, a: np.ndarray) -> None:
-    """Write ``a`` as .npy; a whole memory-mapped .npy file is hard-linked (or copied)
-    instead of read through memory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    src = _npy_file_of(a)
-    if src is not None:
-        try:
-            os.link(src, path)
-            return
-        except OSError:
-            pass
-        try:
-            shutil.copyfile(src, path)
-            return
-        except OSError:  # its generation was pruned: the memory map still reads
-            pass
-    np.save(path, np.ascontiguousarray(a), allow_pickle=False)
-
-
-def _write_sqlite(path: Path, s: StoredIndex) -> None:
-    con = sqlite3.connect(path)
-    try:
-        con.executescript("""
-            CREATE TABLE chunks (idx INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE, doc_id TEXT,
-                title TEXT, text TEXT, start INTEGER, "end" INTEGER, metadata TEXT,
-                extraction TEXT);
-            CREATE INDEX chunks_doc ON chunks(doc_id);
-            CREATE TABLE nodes (idx INTEGER PRIMARY KEY, name TEXT, description TEXT);
-            CREATE TABLE edges (idx INTEGER PRIMARY KEY, text TEXT);
-            CREATE TABLE groups (idx INTEGER PRIMARY KEY, key TEXT);
-        """)
-        con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)", (
-            (i, c.chunk_id, c.doc_id, c.title, c.text, c.start, c.end,
-             json.dumps(c.metadata, ensure_ascii=False, default=str), extraction_to_json(ex))
-            for i, (c, ex) in enumerate(zip(s.chunks, s.extractions))))
-        con.executemany("INSERT INTO nodes VALUES (?,?,?)",
-                        ((i, n, d) for i, (n, d) in enumerate(zip(s.node_name, s.node_desc))))
-        con.executemany("INSERT INTO edges VALUES (?,?)", enumerate(s.edge_text))
-        con.executemany("INSERT INTO groups VALUES (?,?)", enumerate(s.group_key))
-        con.commit()
-    finally:
-        con.close()
-
-
-# ------------------------------------------------------------------- writer lock
-def _check_replaceable(root: Path) -> None:
-    """FileExistsError unless ``root`` is absent, an index (any format), or holds only
-    what a writer leaves (lock, generations, pointer temp files, build scratch folders)."""
-    if not root.exists():
-        return
-    if not root.is_dir():
-        raise FileExistsError(f"{root} exists and is not an index directory; "
-                              f"refusing to replace it")
-    names = set(os.listdir(root))
-    if CURRENT in names or MANIFEST in names:
-        return
-    foreign = [n for n in names if n != LOCK and not _GEN.match(n)
-               and not n.startswith((_POINTER_TMP, SCRATCH_PREFIX))]
-    if foreign:
-        raise FileExistsError(f"{root} exists and is not an index directory (it holds "
-                              f"{sorted(foreign)[:3]}); refusing to replace it")
-
-
-@contextmanager
-def writer_lock(path: str | os.PathLike, timeout: float = 0,
-                create: bool = True) -> Iterator[Path]:
-    """Hold the single-writer lock of index directory ``path`` (the file ``<path>/.lock``).
-
-    Wrap a whole read-modify-write in it (load, add/delete, save); :func:`save_index`
-    takes it too, re-entrantly when the calling thread holds it already. Another process
-    or thread holding it is waited for up to ``timeout`` seconds (0: refuse at once;
-    negative: wait indefinitely), then :class:`IndexLockedError`. ``create`` makes the
-    directory if need be (else FileNotFoundError). Readers never take this lock.
-    """
-    root = Path(os.path.realpath(path))
-    if not create and not root.is_dir():
-        raise FileNotFoundError(f"no index directory at {path}")
-    _check_replaceable(root)
-    root.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(root / LOCK, is_singleton=True)
-    try:
-        lock.acquire(timeout=timeout)
-    except filelock.Timeout:
-        raise IndexLockedError(
-            f"{path} is being written by another writer (lock {root / LOCK}); try again "
-            f"when it is done, or wait for it with --lock-timeout SECONDS "
-            f"(API: writer_lock(path, timeout=...))") from None
-    try:
-        yield root
-    finally:
-        lock.release()
-
-
-# ------------------------------------------------------------------------- saving
-def _kill_point(step: str) -> None:
-    """Test hook: SIGKILL this process at the named publish step when the environment
-    variable HYPERRAG_TEST_KILL_AT names it (tests/test_store_concurrency.py)."""
-    if os.environ.get(KILL_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
+# ---------------------------------------------------------------- generations
 def _seq(name: str) -> int | None:
     m = _GEN.match(name)
     return int(m.group(1)) if m else None
@@ -233,173 +100,6 @@ def current_generation(path: str | os.PathLike) -> str | None:
     if not _GEN.match(name):
         raise IndexCorruptedError(f"{f}: names {name[:80]!r}, not a generation directory")
     return name
-
-
-def _rmtree_generation(d: Path) -> None:
-    """Remove a generation, manifest first: a half-removed one is never complete."""
-    try:
-        (d / MANIFEST).unlink()
-    except FileNotFoundError:
-        pass
-    _kill_point("pruning")
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def _alive(scratch_name: str) -> bool:
-    """Whether the process that named a build scratch folder is this one or still runs."""
-    try:
-        pid = int(scratch_name[len(SCRATCH_PREFIX):].split("-", 1)[0])
-    except ValueError:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _remove_leftovers(root: Path, keep: set[str]) -> None:
-    """Under the lock: remove generations not in ``keep``, pointer temp files, the root
-    files of a format <= 3 index once CURRENT exists, and the ``.<name>.tmp-*`` /
-    ``.<name>.old-*`` folders the format <= 3 save left beside the index."""
-    for n in sorted(os.listdir(root)):
-        p = root / n
-        if _GEN.match(n) and n not in keep:
-            _rmtree_generation(p)
-        elif n.startswith(_POINTER_TMP):
-            p.unlink(missing_ok=True)
-        elif n in _LEGACY and (root / CURRENT).is_file():
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-        elif n.startswith(SCRATCH_PREFIX) and p.is_dir() and not _alive(n):
-            shutil.rmtree(p, ignore_errors=True)  # a killed build's scratch folder
-    aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
-    for p in root.parent.iterdir():
-        if aside.match(p.name) and p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-
-
-def _clean(root: Path) -> str | None:
-    """Remove a crashed writer's leftovers, keeping the live and the previous generation
-    (a reader may still be opening it). Returns the live generation's name."""
-    try:
-        live = current_generation(root)
-    except IndexCorruptedError:  # an unreadable pointer: keep every generation
-        live, keep = None, {n for n in os.listdir(root) if _GEN.match(n)}
-    else:
-        keep = set()
-        if live is not None:
-            older = [n for n in os.listdir(root) if _GEN.match(n) and _seq(n) < _seq(live)]
-            keep = {live, *([max(older, key=_seq)] if older else [])}
-    _remove_leftovers(root, keep)
-    return live
-
-
-def _write_generation(gen: Path, s: StoredIndex,
-                      write_ann: Callable[[Path], dict[str, str]] | None) -> None:
-    for name, a in s.arrays.items():
-        _write_npy(gen / "arrays" / f"{name}.npy", a)
-    for name in VECTOR_KINDS:
-        v = s.vectors[name]
-        _write_npy(gen / "vectors" / f"{name}.npy",
-                   v if v.dtype == np.float32 else np.asarray(v, np.float32))
-    _kill_point("generation_partial")
-    ann_files: dict[str, str] = {}
-    if write_ann is not None:
-        (gen / "ann").mkdir()
-        ann_files = {k: f"ann/{v}" for k, v in write_ann(gen / "ann").items()}
-    _write_sqlite(gen / TEXTS, s)
-    (gen / LEXICAL).write_text(json.dumps(s.lexical, ensure_ascii=False), encoding="utf-8")
-    files = sorted(p for p in gen.rglob("*") if p.is_file())
-    manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
-                    **manifest_checksums(gen, files))
-    (gen / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
-    for p in [*files, gen / MANIFEST]:
-        _fsync_path(p)
-    for d in {p.parent for p in files} | {gen}:
-        _fsync_path(d)
-
-
-def _publish(root: Path, name: str) -> None:
-    """Point CURRENT at generation ``name``: write temp + fsync + os.replace (atomic)."""
-    tmp = root / f"{_POINTER_TMP}{uuid.uuid4().hex[:8]}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(name + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    _fsync_path(root)  # the new generation's entry
-    _kill_point("pointer_temp")
-    os.replace(tmp, root / CURRENT)
-    _kill_point("pointer_replaced")
-    _fsync_path(root)
-
-
-def save_index(path: str | os.PathLike, s: StoredIndex,
-               write_ann: Callable[[Path], dict[str, str]] | None = None) -> Path:
-    """Write ``s`` as a new generation of index directory ``path`` and publish it
-    (see the module docstring); returns the generation directory.
-
-    ``write_ann(dir)`` writes ANN files into ``dir`` and returns ``{kind: file name}``.
-    ``s.manifest`` gets ``format_version``, ``files`` (sha256), ``xxh3_128`` and
-    ``ann_files`` added.
-    Takes the writer lock (timeout 0) unless this thread holds it. If anything fails
-    before publishing, the new generation is removed and the live one stays untouched.
-    """
-    with writer_lock(path) as root:
-        live = _clean(root)
-        _kill_point("cleaned")
-        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
-        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
-        gen.mkdir()
-        try:
-            _write_generation(gen, s, write_ann)
-        except BaseException:
-            shutil.rmtree(gen, ignore_errors=True)
-            raise
-        _kill_point("generation_written")
-        _publish(root, gen.name)
-        _remove_leftovers(root, {gen.name, *([live] if live else [])})
-    return gen
-
-
-def upgrade_checksums(path: str | os.PathLike, timeout: float = 0) -> bool:
-    """Give a format-4 index saved before issue 13 its ``xxh3_128`` checksums (fast
-    verified loads): every file is verified against its sha256 first, then a new
-    generation of hard links (copies where links fail) with the extended manifest is
-    published as by :func:`save_index`. False (nothing written) when it has them already."""
-    with writer_lock(path, timeout, create=False) as root:
-        live = _clean(root)
-        src = generation_dir(root)
-        manifest = _read_manifest_at(src)
-        if FAST in manifest:
-            return False
-        verify_files(src, manifest)
-        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
-        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
-        try:
-            for rel in manifest["files"]:
-                (gen / rel).parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(src / rel, gen / rel)
-                except OSError:
-                    shutil.copy2(src / rel, gen / rel)
-            files = [gen / rel for rel in manifest["files"]]
-            sums = manifest_checksums(gen, files)
-            if sums["files"] != manifest["files"]:  # changed between verifying and linking
-                raise IndexCorruptedError(f"{src}: files changed while upgrading")
-            (gen / MANIFEST).write_text(json.dumps(dict(manifest, **sums), indent=2,
-                                                   ensure_ascii=False))
-            for p in [*files, gen / MANIFEST, *{p.parent for p in files}, gen]:
-                _fsync_path(p)
-        except BaseException:
-            shutil.rmtree(gen, ignore_errors=True)
-            raise
-        _publish(root, gen.name)
-        _remove_leftovers(root, {gen.name, *([live] if live else [])})
-    return True
 
 
 # ------------------------------------------------------------------------ loading

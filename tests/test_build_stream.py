@@ -158,6 +158,7 @@ def test_query_process_does_not_import_scikit_learn_or_fit_bm25(tmp_path):
         "r = Retriever(ix)\n"
         "print([c.doc_id for c in r.retrieve('Who designed the Analytical Engine?').chunks][:1])\n"
         "assert 'sklearn' not in sys.modules, 'scikit-learn imported on the query path'\n"
+        "assert 'hyperrag_fast.publish' not in sys.modules, 'the writing side imported by a query'\n"
         "assert ix.extractions._rows is None, 'extractions parsed at load'\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.coda.consolidate import (KEEP, MERGE, MergeRow, MergeTable, candidate_pairs,
                                             consolidated_group_of, merge_entities, offline_rule)
-from hyperrag_fast.coda.graph import (ChunkKG, RawKG, chunk_kgs_from_extractions, consolidate,
-                                      raw_vectors)
+from hyperrag_fast.coda.graph import consolidate
+from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG, chunk_kgs_from_extractions, raw_vectors
 from hyperrag_fast.coda.system import build_coda, load_coda
 from hyperrag_fast.methods import CodaSetup, MissingPrebuilt
 from hyperrag_fast.prebuilt import build_prebuilt

@@ -9,7 +9,8 @@ import re
 import numpy as np
 
 from hyperrag_fast.coda.consolidate import KEEP, MERGE, merge_entities
-from hyperrag_fast.coda.graph import ChunkKG, RawKG, consolidate, raw_vectors
+from hyperrag_fast.coda.graph import consolidate
+from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG, raw_vectors
 from hyperrag_fast.coda.llm_extract import (JSONCaller, LLMKGExtractor, LLMMergeJudge,
                                             discover_types)
 from hyperrag_fast.coda.llm_query import LLMInterferenceFilter, LLMKeywords

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from hyperrag_fast import store
+from hyperrag_fast import checksums, publish, store
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
 from hyperrag_fast.hypergraph import ARRAY_FIELDS
@@ -113,7 +113,7 @@ def test_atomic_save_keeps_old_index(tmp_path, index, monkeypatch):
     def crash(*a, **k):
         raise RuntimeError("simulated crash")
 
-    monkeypatch.setattr(store, "_write_sqlite", crash)
+    monkeypatch.setattr(publish, "_write_sqlite", crash)
     with pytest.raises(RuntimeError, match="simulated crash"):
         bigger.save(tmp_path / "ix")
     monkeypatch.undo()
@@ -138,7 +138,7 @@ def test_fast_checksums_recorded_and_checked(tmp_path, index):
     m = json.loads((gen / "manifest.json").read_text())
     assert m["xxh3_128"].keys() == m["files"].keys()
     assert all(len(d) == 32 for d in m["xxh3_128"].values())
-    assert store.verify_files(gen, m)[0] == "xxh3_128"
+    assert checksums.verify_files(gen, m)[0] == "xxh3_128"
     f = gen / "arrays" / "edge_ptr.npy"
     data = bytearray(f.read_bytes())
     data[-1] ^= 0x01
@@ -159,7 +159,7 @@ def test_index_without_fast_checksums_is_verified_with_sha256(tmp_path, index):
     index.save(tmp_path / "ix")
     _drop_fast_checksums(tmp_path / "ix")
     gen = store.generation_dir(tmp_path / "ix")
-    assert store.verify_files(gen, json.loads((gen / "manifest.json").read_text()))[0] == "sha256"
+    assert checksums.verify_files(gen, json.loads((gen / "manifest.json").read_text()))[0] == "sha256"
     _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
     f = gen / "vectors" / "chunk_vec.npy"
     data = bytearray(f.read_bytes())
@@ -183,14 +183,14 @@ def test_upgrade_adds_fast_checksums(tmp_path, index):
     index.save(tmp_path / "ix")
     _drop_fast_checksums(tmp_path / "ix")
     old = store.generation_dir(tmp_path / "ix")
-    assert store.upgrade_checksums(tmp_path / "ix") is True
+    assert publish.upgrade_checksums(tmp_path / "ix") is True
     new = store.generation_dir(tmp_path / "ix")
     assert new != old
     m = json.loads((new / "manifest.json").read_text())
     assert m["xxh3_128"].keys() == m["files"].keys()
     assert m["files"] == json.loads((old / "manifest.json").read_text())["files"]
     _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
-    assert store.upgrade_checksums(tmp_path / "ix") is False  # nothing left to do
+    assert publish.upgrade_checksums(tmp_path / "ix") is False  # nothing left to do
 
 
 def test_upgrade_refuses_a_corrupted_index(tmp_path, index):
@@ -202,7 +202,7 @@ def test_upgrade_refuses_a_corrupted_index(tmp_path, index):
     data[-1] ^= 0x01
     f.write_bytes(bytes(data))
     with pytest.raises(IndexCorruptedError, match="node_ptr.npy: sha256"):
-        store.upgrade_checksums(tmp_path / "ix")
+        publish.upgrade_checksums(tmp_path / "ix")
     assert store.generation_dir(tmp_path / "ix") == gen  # nothing published
 
 
@@ -220,7 +220,7 @@ def test_nan_vector_with_matching_checksums_is_refused(tmp_path, index, fast, ve
     np.save(f, a)
     mf = gen / "manifest.json"
     m = json.loads(mf.read_text())
-    m.update(store.manifest_checksums(gen, [gen / r for r in m["files"]]))
+    m.update(checksums.manifest_checksums(gen, [gen / r for r in m["files"]]))
     if not fast:
         del m["xxh3_128"]
     mf.write_text(json.dumps(m))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperrag_fast import checksums, store
+from hyperrag_fast import checksums, publish, store
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
 from hyperrag_fast.index import HyperIndex
@@ -193,14 +193,14 @@ def test_delete_concurrent_with_add_is_not_lost(ix):
 
 
 def test_writer_lock_api(ix):
-    with store.writer_lock(ix):
-        with store.writer_lock(ix):  # re-entrant in one thread; save takes it too
+    with publish.writer_lock(ix):
+        with publish.writer_lock(ix):  # re-entrant in one thread; save takes it too
             build(A[:2]).save(ix)
         got: list[BaseException] = []
 
         def other():
             try:
-                with store.writer_lock(ix, timeout=0.1):
+                with publish.writer_lock(ix, timeout=0.1):
                     pass
             except BaseException as e:  # noqa: BLE001
                 got.append(e)
@@ -229,7 +229,7 @@ def _save_error(ix: Path) -> BaseException | None:
 
 
 def test_lock_file_does_not_disturb_the_index(ix):
-    with store.writer_lock(ix):
+    with publish.writer_lock(ix):
         pass
     m = store.read_manifest(ix)
     assert not any(".lock" in f for f in m["files"])
@@ -279,7 +279,7 @@ def test_kill_at_each_publish_step(ix, step):
         assert HyperIndex.load(ix).n_chunks == want
         assert store.read_manifest(ix)["counts"]["chunks"] == want
     left = _entries(ix)
-    with store.writer_lock(ix):
+    with publish.writer_lock(ix):
         pass  # taking the lock alone does not clean either
     assert _entries(ix) == left
     build(A + B2).save(ix)  # the next writer removes the crashed writer's leftovers

@@ -99,3 +99,33 @@ def test_named_title_is_lifted_in_a_real_query():
     ranked_on = [c.chunk_id for c in r.retrieve(q, on).chunks]
     assert target not in ranked_off
     assert ranked_on[0] == target
+
+
+def test_hop_titles_start_the_second_round_from_named_pages():
+    """With ``hop_titles`` the names in a page the question names seed the second round
+    even when that page is not the first round's best chunk."""
+    from hyperrag_fast.chunking import Document
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.methods.stitch import run_stitch
+
+    docs = [Document("a", "Night Train", "Night Train is a film directed by Olga Brenn."),
+            Document("b", "Blue Harbour", "Blue Harbour is a film directed by Piet Marlow."),
+            Document("c", "Olga Brenn", "Olga Brenn was born in Riga."),
+            Document("d", "Piet Marlow", "Piet Marlow was born in Ghent.")]
+    docs += [Document(f"f{i}", f"Filler {i}", f"Which film has the director born earlier {i}.")
+             for i in range(10)]
+    ix = HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(), progress=False)
+    from hyperrag_fast.retriever import Retriever
+    r = Retriever(ix, HashingEmbedder())
+    q = "Which film has the director born earlier, Night Train or Blue Harbour?"
+    qv = HashingEmbedder().embed([q])[0]
+    base = replace(TUNED, k_chunks=8, stitch=TUNED.stitch.replace(top_k=8))
+    hops = []
+    for on in (False, True):
+        o = replace(base, hybrid=replace(base.hybrid, hop_titles=on, hop_chunks=1))
+        out = run_stitch(r.state, qv, q, o.stitch, o.hybrid, o, True)
+        hops.append({ix.graph.node_name[v] for v in out.detail["seed_nodes"].tolist()})
+    assert hops[0] < hops[1]
+    assert {"Olga Brenn", "Piet Marlow"} <= hops[1]

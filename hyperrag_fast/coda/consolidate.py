@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 import numpy as np
 
 from ..lexical import normalize_name
-from .graph import DEFAULT_TYPE, RawKG
+from .raw_kg import DEFAULT_TYPE, RawKG
 
 MERGE, KEEP = "merge", "keep"
 #: value-like spaCy labels the offline rule never merges ("1472" vs "1476" are not

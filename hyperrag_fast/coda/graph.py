@@ -1,247 +1,24 @@
-"""The consolidated entity-relation graph of CODA (CodaRAG §3.1-3.2) as CSR arrays.
+"""The consolidated entity-relation graph of CODA (CodaRAG §3.2) as CSR arrays.
 
-Two layers. The *raw* KG (:class:`RawKG`) aggregates per-chunk extractions
-(:class:`ChunkKG`) by normalised entity name, as LightRAG does: typed entities with
-descriptions and chunks, undirected relations (source, target, description,
-keywords, strength) with chunks. The *consolidated* graph (:class:`CodaGraph`)
-applies a merge table (``consolidate.MergeTable``) to the raw KG at assembly time:
-merged entities become one node, their relations are deduplicated into one edge
-(strengths summed, descriptions and chunks united), self-loops dropped. The merge
-is never baked into the saved raw KG, so it stays inspectable and reversible.
-
-Vectors: a raw entity's vector is L2(embed(name) + mean of its first
-``MAX_PIECES`` description vectors), a raw relation's the L2 mean of its first
-description vectors; a merged node or edge gets the L2 mean of its members'
-vectors (no re-embedding when the table changes). FastRP embeddings of the
-consolidated graph (kernels/fastrp.py) are computed at assembly.
+:func:`consolidate` applies a merge table (``consolidate.MergeTable``) to the raw KG
+(:mod:`.raw_kg`) at assembly time: merged entities become one node, their relations are
+deduplicated into one edge (strengths summed, descriptions and chunks united), self-loops
+dropped. The merge is never baked into the saved raw KG, so it stays inspectable and
+reversible. A merged node or edge gets the L2 mean of its members' vectors (no
+re-embedding when the table changes); FastRP embeddings of the consolidated graph
+(kernels/fastrp.py) are computed at assembly.
 """
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from ..embed.base import Embedder
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp
-from ..lexical import normalize_name
-from ..records import Extraction
-
-MAX_PIECES = 8
-DEFAULT_TYPE = "entity"
-
-
-@dataclass(frozen=True)
-class ChunkKG:
-    """One chunk's extraction: entities ``(name, type, description)`` and relations
-    ``(source, target, description, keywords, strength)``; ``error`` marks a recorded
-    failure (then both are empty)."""
-
-    entities: tuple[tuple[str, str, str], ...] = ()
-    relations: tuple[tuple[str, str, str, str, float], ...] = ()
-    error: str | None = None
-
-
-def chunk_kgs_from_extractions(extractions: Sequence[Extraction],
-                               type_of: Callable[[str], str] | None = None) -> list[ChunkKG]:
-    """Offline path: entities co-occurring in a segment (sentence) form a relation whose
-    description is that sentence, strength 1 per co-occurrence (summed in :class:`RawKG`);
-    an entity's description is its sentence. ``type_of(key)`` gives a type (e.g. the
-    spaCy label, see ``consolidate.spacy_types``), else ``"entity"``."""
-    out = []
-    for ex in extractions:
-        if ex.error is not None:
-            out.append(ChunkKG(error=ex.error))
-            continue
-        ents, rels = [], []
-        for seg in ex.segments:
-            names = []
-            seen = set()
-            for name, desc in seg.entities:
-                key = normalize_name(name)
-                if not key or key in seen:
-                    continue
-                seen.add(key)
-                names.append(name.strip())
-                typ = type_of(key) if type_of is not None else DEFAULT_TYPE
-                ents.append((name.strip(), typ or DEFAULT_TYPE, desc or seg.topic))
-            for i in range(len(names)):
-                for j in range(i + 1, len(names)):
-                    rels.append((names[i], names[j], seg.topic, "", 1.0))
-        out.append(ChunkKG(tuple(ents), tuple(rels)))
-    return out
-
-
-def _add_unique(lst: list, item: str) -> None:
-    if item and item not in lst:
-        lst.append(item)
-
-
-@dataclass
-class RawKG:
-    """Entities and relations aggregated over chunks by normalised name (no merging yet).
-
-    Entity i: ``ent_key[i]``, display ``ent_name[i]`` (most frequent surface form),
-    ``ent_type[i]`` (most frequent type), ``ent_desc[i]`` (unique description pieces),
-    ``ent_chunks[i]`` (sorted chunk rows). Relation j joins ``rel_src[j] < rel_tgt[j]``
-    (entity indices) with ``rel_desc[j]``, ``rel_kw[j]`` pieces, summed
-    ``rel_strength[j]`` and ``rel_chunks[j]``.
-    """
-
-    n_chunks: int
-    ent_key: list[str] = field(default_factory=list)
-    ent_name: list[str] = field(default_factory=list)
-    ent_type: list[str] = field(default_factory=list)
-    ent_desc: list[list[str]] = field(default_factory=list)
-    ent_chunks: list[list[int]] = field(default_factory=list)
-    rel_src: list[int] = field(default_factory=list)
-    rel_tgt: list[int] = field(default_factory=list)
-    rel_desc: list[list[str]] = field(default_factory=list)
-    rel_kw: list[list[str]] = field(default_factory=list)
-    rel_strength: list[float] = field(default_factory=list)
-    rel_chunks: list[list[int]] = field(default_factory=list)
-    errors: list[tuple[int, str]] = field(default_factory=list)
-
-    @classmethod
-    def from_chunk_kgs(cls, kgs: Sequence[ChunkKG]) -> "RawKG":
-        kg = cls(len(kgs))
-        index: dict[str, int] = {}
-        names: list[Counter] = []
-        types: list[Counter] = []
-        rindex: dict[tuple[int, int], int] = {}
-
-        def entity(name: str, typ: str | None, desc: str, c: int) -> int | None:
-            key = normalize_name(name)
-            if not key:
-                return None
-            i = index.get(key)
-            if i is None:
-                i = index[key] = len(kg.ent_key)
-                kg.ent_key.append(key)
-                kg.ent_desc.append([])
-                kg.ent_chunks.append([])
-                names.append(Counter())
-                types.append(Counter())
-            names[i][name.strip()] += 1
-            if typ:
-                types[i][typ] += 1
-            _add_unique(kg.ent_desc[i], desc.strip())
-            if not kg.ent_chunks[i] or kg.ent_chunks[i][-1] != c:
-                kg.ent_chunks[i].append(c)
-            return i
-
-        for c, ck in enumerate(kgs):
-            if ck.error is not None:
-                kg.errors.append((c, ck.error))
-                continue
-            for name, typ, desc in ck.entities:
-                entity(name, typ, desc, c)
-            for src, tgt, desc, kw, strength in ck.relations:
-                a, b = entity(src, None, "", c), entity(tgt, None, "", c)
-                if a is None or b is None or a == b:
-                    continue
-                pair = (min(a, b), max(a, b))
-                j = rindex.get(pair)
-                if j is None:
-                    j = rindex[pair] = len(kg.rel_src)
-                    kg.rel_src.append(pair[0])
-                    kg.rel_tgt.append(pair[1])
-                    kg.rel_desc.append([])
-                    kg.rel_kw.append([])
-                    kg.rel_strength.append(0.0)
-                    kg.rel_chunks.append([])
-                _add_unique(kg.rel_desc[j], desc.strip())
-                _add_unique(kg.rel_kw[j], kw.strip())
-                kg.rel_strength[j] += float(strength)
-                if not kg.rel_chunks[j] or kg.rel_chunks[j][-1] != c:
-                    kg.rel_chunks[j].append(c)
-        kg.ent_name = [n.most_common(1)[0][0] for n in names]
-        kg.ent_type = [t.most_common(1)[0][0] if t else DEFAULT_TYPE for t in types]
-        return kg
-
-    @property
-    def n_entities(self) -> int:
-        return len(self.ent_key)
-
-    @property
-    def n_relations(self) -> int:
-        return len(self.rel_src)
-
-    def entity_text(self, i: int) -> str:
-        """What the merge judge and interference filter read about an entity."""
-        return f"{self.ent_name[i]} ({self.ent_type[i]}): " + " ".join(self.ent_desc[i][:MAX_PIECES])
-
-    def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "RawKG":
-        d = dict(d)
-        d["errors"] = [tuple(e) for e in d.get("errors", [])]
-        return cls(**d)
-
-
-# --------------------------------------------------------------------- vectors
-def embed_known(texts: Sequence[str], embedder: Embedder | None,
-                known: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(vectors, found mask): texts in ``known`` are looked up, the rest embedded once
-    (when an embedder is given; else their rows are zero and the mask False)."""
-    todo = [t for t in dict.fromkeys(texts) if t not in known]
-    if todo and embedder is not None:
-        for b in range(0, len(todo), 256):
-            part = todo[b:b + 256]
-            known.update(zip(part, np.asarray(embedder.embed(part), dtype=np.float32)))
-    out = np.zeros((len(texts), dim), np.float32)
-    mask = np.zeros(len(texts), bool)
-    for i, t in enumerate(texts):
-        v = known.get(t)
-        if v is not None:
-            out[i] = v
-            mask[i] = True
-    return out, mask
-
-
-def _l2(x: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    return np.ascontiguousarray(x / n, dtype=np.float32)
-
-
-def _mean_rows(ptr: np.ndarray, idx: np.ndarray, vecs: np.ndarray) -> np.ndarray:
-    """Row r = sum of vecs[idx[ptr[r]:ptr[r+1]]] (vectorised segment sum)."""
-    import scipy.sparse as sp
-
-    n = ptr.shape[0] - 1
-    m = sp.csr_matrix((np.ones(idx.shape[0], np.float32), np.asarray(idx, np.int64),
-                       np.asarray(ptr, np.int64)), shape=(n, vecs.shape[0]))
-    return np.asarray(m @ np.asarray(vecs, np.float32), dtype=np.float32).reshape(n, vecs.shape[1])
-
-
-def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarray],
-                dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Raw entity and relation vectors (see the module docstring). Pieces already in
-    ``known`` (e.g. the index's sentence vectors) are not re-embedded."""
-    ptr, pieces = [0], []
-    for d in kg.ent_desc:
-        pieces += d[:MAX_PIECES]
-        ptr.append(len(pieces))
-    pv, _ = embed_known(pieces, embedder, known, dim)
-    ent = _mean_rows(np.asarray(ptr), np.arange(len(pieces)), pv)
-    ent = _l2(ent)
-    nv, found = embed_known(kg.ent_name, embedder, known, dim)
-    ent = _l2(ent + np.where(found[:, None], nv, 0))
-    ptr, pieces = [0], []
-    for d in kg.rel_desc:
-        pieces += d[:MAX_PIECES]
-        ptr.append(len(pieces))
-    pv, _ = embed_known(pieces, embedder, known, dim)
-    rel = _l2(_mean_rows(np.asarray(ptr), np.arange(len(pieces)), pv))
-    return ent, rel
+from .raw_kg import DEFAULT_TYPE, RawKG, add_unique, l2_rows, segment_sum
 
 
 # ------------------------------------------------------------ consolidated graph
@@ -359,11 +136,11 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
         descs: list[str] = []
         for i in mem:
             for d in kg.ent_desc[i]:
-                _add_unique(descs, d)
+                add_unique(descs, d)
         ent_desc.append(" ".join(descs))
         ent_chunks.append(sorted({c for i in mem for c in kg.ent_chunks[i]}))
     mptr, midx = _csr_lists(members)
-    ev = _l2(_mean_rows(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
+    ev = l2_rows(segment_sum(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
     # relations: remap, drop self-loops, dedupe by node pair
     rindex: dict[tuple[int, int], int] = {}
     rmembers: list[list[int]] = []
@@ -386,14 +163,14 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
         k: list[str] = []
         for j in m:
             for x in kg.rel_desc[j]:
-                _add_unique(d, x)
+                add_unique(d, x)
             for x in kg.rel_kw[j]:
-                _add_unique(k, x)
+                add_unique(k, x)
         rel_desc.append(" ".join(d))
         rel_kw.append(", ".join(k))
         rel_chunks.append(sorted({c for j in m for c in kg.rel_chunks[j]}))
     rptr, ridx = _csr_lists(rmembers)
-    rv = (_l2(_mean_rows(rptr, ridx, rel_vec)) if rmembers
+    rv = (l2_rows(segment_sum(rptr, ridx, rel_vec)) if rmembers
           else np.zeros((0, rel_vec.shape[1]), np.float32))
     # adjacency: both directions of every relation, CSR by source (stable)
     m = rel_src.shape[0]
@@ -424,37 +201,4 @@ def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
     proj = np.ascontiguousarray(proj * scale[:, None])
     out = fastrp(g.adj_ptr, g.adj_nbr, g.adj_w, proj,
                  np.asarray(p.iter_weights, np.float64), bool(p.normalize))
-    return _l2(out)
-
-
-# ------------------------------------------------------------------ persistence
-def save_raw(path: str | os.PathLike, kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
-             meta: dict) -> Path:
-    """Write ``raw.json``, ``raw_ent_vec.npy``, ``raw_rel_vec.npy``, ``meta.json`` under
-    ``path`` (a subdirectory of an index dir, e.g. ``<index>/coda``)."""
-    d = Path(path)
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = d / "raw.json.tmp"
-    tmp.write_text(json.dumps(kg.to_json()), encoding="utf-8")
-    os.replace(tmp, d / "raw.json")
-    for name, arr in (("raw_ent_vec", ent_vec), ("raw_rel_vec", rel_vec)):
-        # write beside, then rename: the old file may be memory-mapped by a loaded system
-        with open(d / f"{name}.npy.tmp", "wb") as f:
-            np.save(f, np.ascontiguousarray(arr, np.float32))
-        os.replace(d / f"{name}.npy.tmp", d / f"{name}.npy")
-    (d / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return d
-
-
-def load_raw(path: str | os.PathLike, mmap: bool = True
-             ) -> tuple[RawKG, np.ndarray, np.ndarray, dict]:
-    d = Path(path)
-    kg = RawKG.from_json(json.loads((d / "raw.json").read_text(encoding="utf-8")))
-    mode = "r" if mmap else None
-    ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
-    rv = np.load(d / "raw_rel_vec.npy", mmap_mode=mode)
-    meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
-    if ev.shape[0] != kg.n_entities or rv.shape[0] != kg.n_relations:
-        raise ValueError(f"{d}: vectors do not match raw.json "
-                         f"({ev.shape[0]}/{kg.n_entities} entities, {rv.shape[0]}/{kg.n_relations} relations)")
-    return kg, np.asarray(ev), np.asarray(rv), meta
+    return l2_rows(out)

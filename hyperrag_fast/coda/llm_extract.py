@@ -23,7 +23,7 @@ from ..llm.json_call import cached_json_call
 from ..llm.json_repair import repair_json
 from ..records import Chunk
 from .consolidate import KEEP, MERGE
-from .graph import DEFAULT_TYPE, ChunkKG, RawKG
+from .raw_kg import DEFAULT_TYPE, ChunkKG, RawKG
 
 T = TypeVar("T")
 PROMPT_VERSION = "coda-h1"

@@ -21,8 +21,8 @@ from ..embed.base import Embedder
 from ..hypergraph import build_hypergraph
 from .consolidate import (MergeJudge, MergeTable, consolidated_group_of, merge_entities,
                           spacy_types)
-from .graph import (ChunkKG, CodaGraph, FastRPParams, RawKG, chunk_kgs_from_extractions,
-                    consolidate, load_raw, raw_vectors, save_raw)
+from .graph import CodaGraph, FastRPParams, consolidate
+from .raw_kg import ChunkKG, RawKG, chunk_kgs_from_extractions, load_raw, raw_vectors, save_raw
 
 MERGE_FILE = "merge_table.json"
 
@@ -140,7 +140,7 @@ def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None 
         nv, reused = index.node_vec, True
     else:
         reused = False
-        from .graph import embed_known
+        from .raw_kg import embed_known
         emb = embedder or index.embedder
         nv, found = embed_known(g.node_desc, emb, known_vectors(index), index.embedder_dim)
         if not found.all():

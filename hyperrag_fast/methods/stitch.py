@@ -53,6 +53,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
             c0 = np.concatenate([c0, b_ids])
             bonus = np.concatenate([bonus, hybrid.bm25_weight * b_s / b_s.max()])
     seeds = np.empty(0, np.int64)
+    named = np.empty(0, np.int64)
     if hybrid.seeds != "none":
         lk = state.lookups[key]
         groups = question_groups(text, lk, hybrid.seeds, _ner(state) if "ner" in hybrid.seeds else None,
@@ -60,17 +61,21 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                                  hybrid.rare_words_max_group, hybrid.title_words,
                                  hybrid.near_matches)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
-    if hybrid.title_chunks > 0:
+    if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
             text, hybrid.ngram_min_words))
-        c0 = np.concatenate([c0, named])
-        bonus = np.concatenate([bonus, hybrid.title_chunks * share])
+        if hybrid.title_chunks > 0:
+            c0 = np.concatenate([c0, named])
+            bonus = np.concatenate([bonus, hybrid.title_chunks * share])
     cand_ms = _ms(t0)
     t0 = time.perf_counter()
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     if hybrid.hop_chunks > 0:
-        hop, hop_v = hop_seeds(eng, q, r.chunk_ids[:hybrid.hop_chunks], seeds, hybrid)
+        top = r.chunk_ids[:hybrid.hop_chunks]
+        if hybrid.hop_titles and named.size:
+            top = np.unique(np.concatenate([top, named]))
+        hop, hop_v = hop_seeds(eng, q, top, seeds, hybrid)
         if hop.size:
             seeds = np.concatenate([seeds, hop])
             values = np.concatenate([np.full(seeds.shape[0] - hop.shape[0], hybrid.seed_value),
