@@ -233,7 +233,10 @@ PAPER_HYBRID = HybridOptions()
 #: linking: ``title_words`` (a one-word title) and ``title_chunks`` (a named title's
 #: chunks get a prior term; 3 = the weakest value within .005 of the dev best), both
 #: gaining on dev and HotpotQA; with them the second round (1 chunk, value 1) wins on
-#: dev and on HotpotQA too, so it is on (``quality15/quality_search_minilm_title_chunks.md``).
+#: dev and on HotpotQA too, so it is on (``quality15/quality_search_minilm_title_chunks.md``);
+#: its fourth stage then started the second round from the named titles' chunks as well
+#: (``hop_titles``: dev objective +.007, HotpotQA +.003;
+#: ``quality15/quality_search_minilm_hop_titles.md``).
 TUNED_STITCH = StitchOptions(
     delta=0.8,
     lam=0.3,
@@ -249,7 +252,8 @@ TUNED_STITCH = StitchOptions(
 )
 TUNED_HYBRID = HybridOptions(seeds="ngram", ngram_min_words=2, seed_value=1.0, seed_max_group=2,
                              bm25_weight=0.1, k_bm25=20, title_words=True, title_chunks=3.0,
-                             hop_chunks=1, hop_value=1.0, hop_max_group=2, hop_weight="sim")
+                             hop_chunks=1, hop_value=1.0, hop_max_group=2, hop_weight="sim",
+                             hop_titles=True)
 #: candidate budgets K_V (entity states) and K_C (chunks), STITCH-RAG §3.3 step 1
 TUNED_K_NODES = 25
 TUNED_K_CHUNKS = 50
