@@ -15,7 +15,7 @@ the selected settings and the ablation rows. Objective: mean of R@2, R@5, R@8.
 ``--mode local`` (default) moves few coordinates: the title prior term (the weakest value
 within ``--min-gain`` of the best), delta x lambda jointly (the constants tied to the
 embedder's similarity scale), then the second round and where it starts, each kept only
-when it gains more than ``--min-gain``. ``--mode random`` samples every coordinate at once
+when it gains more than ``--min-gain``, repeated until a pass changes nothing. ``--mode random`` samples every coordinate at once
 (coupled options move together); with 200 dev questions its winner can fit dev noise:
 measure its transfer before trusting it (benchmarks/README.md).
 """
@@ -154,25 +154,31 @@ class Bench:
                 "p50_ms": round(float(np.median(out["retrieval_ms"])), 3)}
 
 
-def local_search(row, on: str, min_gain: float) -> tuple[QueryOptions, dict]:
-    """From config.TUNED: (1) the title prior term: the weakest value within ``min_gain``
-    of the stage's best (its grid runs from the weakest); (2) delta x lambda, the two
-    constants tied to the embedder's similarity scale; (3) the second round; (4) whether
-    it also starts from the named titles' chunks. Stages 2-4 keep their best change only
-    when it gains more than ``min_gain`` of objective on ``on`` (a guard against noise)."""
+def local_search(row, on: str, min_gain: float, passes: int = 4) -> tuple[QueryOptions, dict]:
+    """From config.TUNED, stage by stage: (1) the title prior term: the weakest value
+    within ``min_gain`` of the stage's best (its grid runs from the weakest); (2) delta x
+    lambda, the two constants tied to the embedder's similarity scale; (3) the second
+    round; (4) whether it also starts from the named titles' chunks. Stages 2-4 keep their
+    best change only when it gains more than ``min_gain`` of objective on ``on`` (a guard
+    against noise). The stages repeat until a whole pass changes nothing (coordinate
+    search to a fixed point; at most ``passes``)."""
     best = TUNED
     stages = ({"title_chunks": SPACE["title_chunks"]}, {"delta": SPACE["delta"], "lam": SPACE["lam"]},
               {"hop": SPACE["hop"]}, {"hop_titles": SPACE["hop_titles"]})
-    for i, stage in enumerate(stages):
-        base = row(best)[on]["objective"]
-        cands = [best]
-        for name, values in stage.items():
-            cands = [apply(o, name, v) for o in cands for v in values]
-        top = max(row(o)[on]["objective"] for o in cands)
-        win = (next(o for o in cands[1:] if row(o)[on]["objective"] >= top - min_gain) if i == 0
-               else max(cands, key=lambda o: row(o)[on]["objective"]))
-        if i == 0 or row(win)[on]["objective"] > base + min_gain:
-            best = win
+    for _ in range(passes):
+        start = best
+        for i, stage in enumerate(stages):
+            base = row(best)[on]["objective"]
+            cands = [best]
+            for name, values in stage.items():
+                cands = [apply(o, name, v) for o in cands for v in values]
+            top = max(row(o)[on]["objective"] for o in cands)
+            win = (next(o for o in cands[1:] if row(o)[on]["objective"] >= top - min_gain) if i == 0
+                   else max(cands, key=lambda o: row(o)[on]["objective"]))
+            if i == 0 or row(win)[on]["objective"] > base + min_gain:
+                best = win
+        if best == start:
+            break
     return best, row(best)
 
 
