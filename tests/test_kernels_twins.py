@@ -203,11 +203,15 @@ def test_factored_ppr_ranks_as_the_power_iteration(inst, opts):
     g, nv, ev, cv, q, cn, cc = inst
     a = eng.query(q, cn, cc, opts.replace(ppr="power"), detail=True)
     b = eng.query(q, cn, cc, opts.replace(ppr="factored"), detail=True)
-    assert a.stats[2] == b.stats[2]
-    np.testing.assert_allclose(a.cq_pi, b.cq_pi, atol=1e-13, rtol=0)
-    # same ranking up to exact ties, which rounding may break either way
+    # the same iteration summed in another order: the stop test (max change < tol) may
+    # fall one iteration apart by rounding; the extra step then moves pi by at most
+    # d * (L1 change of the step before) <= d * |C_q| * tol (L1 contraction of PPR)
+    assert abs(int(a.stats[2]) - int(b.stats[2])) <= 1
+    atol = 1e-13 if a.stats[2] == b.stats[2] else opts.damping * len(a.cq) * opts.tol + 1e-13
+    np.testing.assert_allclose(a.cq_pi, b.cq_pi, atol=atol, rtol=0)
+    # same ranking up to ties within that bound, which rounding may break either way
     pi_a = dict(zip(a.cq.tolist(), a.cq_pi.tolist()))
-    np.testing.assert_allclose([pi_a[c] for c in b.chunk_ids.tolist()], a.scores, atol=1e-13, rtol=0)
+    np.testing.assert_allclose([pi_a[c] for c in b.chunk_ids.tolist()], a.scores, atol=atol, rtol=0)
     with pytest.raises(ValueError, match="inverse_size"):
         opts.replace(graph_weight="uniform", ppr="factored")
 
