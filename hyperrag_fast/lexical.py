@@ -52,25 +52,30 @@ class TitleLookup:
 
     def __init__(self, titles: Callable[[], Sequence[str]]) -> None:
         self._titles = titles
-        self._chunks: dict[str, np.ndarray] | None = None
+        self._first: dict[str, int] | None = None  # key -> its first chunk
+        self._more: dict[str, list[int]] = {}  # key -> every chunk, for keys of several
         self._max_words = 0
         self._lock = threading.Lock()
 
-    def _table(self) -> dict[str, np.ndarray]:
+    def _table(self) -> dict[str, int]:
         with self._lock:
-            if self._chunks is None:
-                ids: dict[str, list[int]] = {}
+            if self._first is None:
+                first: dict[str, int] = {}
                 for c, t in enumerate(self._titles()):
                     key = normalize_name(t) if t else ""
-                    if key:
-                        ids.setdefault(key, []).append(c)
-                self._max_words = max((k.count(" ") + 1 for k in ids), default=0)
-                self._chunks = {k: np.asarray(v, np.int64) for k, v in ids.items()}
-        return self._chunks
+                    if not key:
+                        continue
+                    if key in first:
+                        self._more.setdefault(key, [first[key]]).append(c)
+                    else:
+                        first[key] = c
+                self._max_words = max((k.count(" ") + 1 for k in first), default=0)
+                self._first = first
+        return self._first
 
-    def keys(self) -> frozenset[str]:
-        """The name keys of the chunk titles."""
-        return frozenset(self._table())
+    def keys(self):
+        """The name keys of the chunk titles (a read-only view: ``key in keys()``)."""
+        return self._table().keys()
 
     def chunks_named_in(self, text: str, min_words: int = 1) -> list[np.ndarray]:
         """The chunks of each title (>= ``min_words`` words) the question ``text`` contains
@@ -82,7 +87,7 @@ class TitleLookup:
                  for i in range(len(words) - n + 1) if " ".join(words[i:i + n]) in table]
         keep = {" ".join(words[i:j]) for i, j in spans
                 if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)}
-        return [table[k] for k in sorted(keep)]
+        return [np.asarray(self._more.get(k, [table[k]]), np.int64) for k in sorted(keep)]
 
 
 class GroupLookup:
@@ -92,7 +97,7 @@ class GroupLookup:
     def __init__(self, graph, titles: TitleLookup | None = None) -> None:
         self.graph = graph
         self.titles = titles
-        self._title_keys: frozenset[str] | None = None
+        self._title_keys = None  # TitleLookup.keys(), once read
         self._loose: dict[str, list[int]] | None = None
         keys = graph.group_key
         self._id = dict(zip(keys, range(len(keys))))  # C speed; keys are usually distinct
@@ -103,7 +108,7 @@ class GroupLookup:
             self._ids = {k: v for k, v in self._ids.items() if len(v) > 1}
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
 
-    def title_keys(self) -> frozenset[str]:
+    def title_keys(self):
         """Name keys of the chunk titles (read on first use)."""
         if self._title_keys is None:
             if self.titles is None:
