@@ -42,13 +42,15 @@ HOP_ON = {"hop_chunks": 1, "hop_value": 0.5, "hop_max_group": 2, "hop_weight": "
 
 def variants(o: QueryOptions) -> dict[str, QueryOptions]:
     """Each channel removed; "hop" toggles the second round (removed when the default
-    has it, else added with :data:`HOP_ON`)."""
+    has it, else added with :data:`HOP_ON`); "titles" removes the named-title term and the
+    second round's start from named titles."""
     s, h = o.stitch, o.hybrid
     hop = {"hop_chunks": 0} if h.hop_chunks else HOP_ON
     return {"spatial": replace(o, stitch=s.replace(spatial=False)),
             "temporal": replace(o, stitch=s.replace(temporal=False)),
             "ppr": replace(o, stitch=s.replace(ppr="none")),
-            "hop": replace(o, hybrid=replace(h, **hop))}
+            "hop": replace(o, hybrid=replace(h, **hop)),
+            "titles": replace(o, hybrid=replace(h, title_chunks=0.0, hop_titles=False))}
 
 
 def rank_of(ids: np.ndarray, c: int) -> int:
@@ -112,17 +114,22 @@ def render(out: dict) -> str:
     lines = [f"# Second-hop gold passages ({out['embedder']})", "", f"Command: `{out['command']}`", "",
              "A second-hop passage is a gold passage whose title the question does not contain. "
              "'moved up by X': share of them ranked lower once X is removed; 'pushed down by X': "
-             "ranked higher once X is removed. The second round is off in the default: its "
-             "columns say what adding it (1 chunk, value .5, sim) would do.", "",
+             "ranked higher once X is removed. " + (
+                 "The second round is on in the default: its columns say what removing it does; "
+                 "'titles' removes the named-title term and the round's start from named titles."
+                 if out.get("hop_in_default") else
+                 "The second round is off in the default: its columns say what adding it "
+                 "(1 chunk, value .5, sim) would do."), "",
              "| set | type | n | in C_q | prior rank (median) | prior share (median) | final rank (median) "
-             "| in top-2 | in top-5 | moved up by spatial/temporal/PPR/2nd round | pushed down by |",
+             "| in top-2 | in top-5 | moved up by spatial/temporal/PPR/2nd round/titles | pushed down by |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, types in out["summary"].items():
         for t, s in types.items():
             if not s["n"]:
                 continue
-            mv = "/".join(f"{s['moved_up_by'][k]:.2f}" for k in ("spatial", "temporal", "ppr", "hop"))
-            pd = "/".join(f"{s['pushed_down_by'][k]:.2f}" for k in ("spatial", "temporal", "ppr", "hop"))
+            keys = [k for k in ("spatial", "temporal", "ppr", "hop", "titles") if k in s["moved_up_by"]]
+            mv = "/".join(f"{s['moved_up_by'][k]:.2f}" for k in keys)
+            pd = "/".join(f"{s['pushed_down_by'][k]:.2f}" for k in keys)
             lines.append(f"| {name} | {t} | {s['n']} | {s['in_cq']:.2f} | {s['prior_rank_median']} | "
                          f"{s['prior_share_median']:.3f} | {s['final_rank_median']} | {s['in_top2']:.2f} | "
                          f"{s['in_top5']:.2f} | {mv} | {pd} |")
@@ -142,7 +149,8 @@ def main(argv=None) -> int:
     splits = {"2wikimultihopqa": "dev", "hotpotqa_train": "test"}
     out = {"command": "python benchmarks/diagnose_hops.py " + " ".join(argv or sys.argv[1:]),
            "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
-           "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name, "summary": {}, "rows": {}}
+           "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name,
+           "hop_in_default": bool(o.hybrid.hop_chunks), "summary": {}, "rows": {}}
     for x in a.index:
         dataset, path = x.split("=", 1)
         b = Bench(dataset, splits[dataset], path, emb, a.cache_dir, a.data_dir)
