@@ -163,20 +163,23 @@ def local_search(row, on: str, min_gain: float, passes: int = 4) -> tuple[QueryO
     against noise). The stages repeat until a whole pass changes nothing (coordinate
     search to a fixed point; at most ``passes``)."""
     best = TUNED
-    stages = ({"title_chunks": SPACE["title_chunks"]}, {"delta": SPACE["delta"], "lam": SPACE["lam"]},
-              {"hop": SPACE["hop"]}, {"hop_titles": SPACE["hop_titles"]})
+    # (coordinates moved together, rule): "weakest" = the first grid value within min_gain
+    # of the stage's best; "best" = the argmax, kept only above base + min_gain
+    stages = (({"title_chunks": SPACE["title_chunks"]}, "weakest"),
+              ({"delta": SPACE["delta"], "lam": SPACE["lam"]}, "best"),
+              ({"hop": SPACE["hop"]}, "best"), ({"hop_titles": SPACE["hop_titles"]}, "best"))
+    score = lambda o: row(o)[on]["objective"]  # noqa: E731
     for _ in range(passes):
         start = best
-        for i, stage in enumerate(stages):
-            base = row(best)[on]["objective"]
+        for stage, rule in stages:
             cands = [best]
             for name, values in stage.items():
                 cands = [apply(o, name, v) for o in cands for v in values]
-            top = max(row(o)[on]["objective"] for o in cands)
-            win = (next(o for o in cands[1:] if row(o)[on]["objective"] >= top - min_gain) if i == 0
-                   else max(cands, key=lambda o: row(o)[on]["objective"]))
-            if i == 0 or row(win)[on]["objective"] > base + min_gain:
-                best = win
+            top = max(map(score, cands))
+            if rule == "weakest":
+                best = next(o for o in cands if score(o) >= top - min_gain)
+            elif top > score(best) + min_gain:
+                best = max(cands, key=score)
         if best == start:
             break
     return best, row(best)

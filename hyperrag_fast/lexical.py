@@ -58,6 +58,8 @@ class TitleLookup:
         self._lock = threading.Lock()
 
     def _table(self) -> dict[str, int]:
+        if self._first is not None:  # built: no lock on the query path
+            return self._first
         with self._lock:
             if self._first is None:
                 first: dict[str, int] = {}
@@ -97,7 +99,6 @@ class GroupLookup:
     def __init__(self, graph, titles: TitleLookup | None = None) -> None:
         self.graph = graph
         self.titles = titles
-        self._title_keys = None  # TitleLookup.keys(), once read
         self._loose: dict[str, list[int]] | None = None
         keys = graph.group_key
         self._id = dict(zip(keys, range(len(keys))))  # C speed; keys are usually distinct
@@ -109,12 +110,10 @@ class GroupLookup:
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
 
     def title_keys(self):
-        """Name keys of the chunk titles (read on first use)."""
-        if self._title_keys is None:
-            if self.titles is None:
-                raise ValueError("title_words needs the chunk titles: this lookup has none")
-            self._title_keys = self.titles.keys()
-        return self._title_keys
+        """Name keys of the chunk titles (:meth:`TitleLookup.keys`, read on first use)."""
+        if self.titles is None:
+            raise ValueError("title_words needs the chunk titles: this lookup has none")
+        return self.titles.keys()
 
     def groups_of_loose_keys(self, keys: Sequence[str], min_words: int = 1) -> list[int]:
         """Groups whose :func:`loose_key` equals that of one of ``keys`` and still has

@@ -21,10 +21,19 @@ import numpy as np
 
 from .checksums import FAST, manifest_checksums, verify_files
 from .errors import IndexCorruptedError, IndexLockedError
-from .store import (_GEN, _LEGACY, _POINTER_TMP, CURRENT, FORMAT_VERSION, KILL_ENV, LEXICAL, LOCK,
-                    MANIFEST, SCRATCH_PREFIX, VECTOR_KINDS, StoredIndex, _read_manifest_at, _seq,
-                    current_generation, generation_dir)
+from .store import (_GEN, CURRENT, FORMAT_VERSION, LEXICAL, MANIFEST, SCRATCH_PREFIX, VECTOR_KINDS,
+                    StoredIndex, _read_manifest_at, current_generation, generation_dir)
 from .texts import TEXTS, extraction_to_json
+
+LOCK = ".lock"  # the writer lock's file in an index directory, never part of an index
+_POINTER_TMP = f".{CURRENT}.tmp-"
+_LEGACY = (MANIFEST, TEXTS, "arrays", "vectors", "ann")  # format <= 3 kept these at the root
+KILL_ENV = "HYPERRAG_TEST_KILL_AT"  # test hook, see _kill_point
+
+
+def _seq(name: str) -> int | None:
+    m = _GEN.match(name)
+    return int(m.group(1)) if m else None
 
 
 # ------------------------------------------------------------------- files

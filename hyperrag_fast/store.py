@@ -55,13 +55,9 @@ MANIFEST = "manifest.json"
 SCRATCH_PREFIX = ".hyperrag-build-"  # + pid: a build's scratch folder (index.py)
 LEXICAL = "lexical.json"  # BM25 term list and parameters (postings: arrays/bm25_*.npy)
 CURRENT = "CURRENT"
-LOCK = ".lock"
 VECTOR_KINDS = ("node_vec", "edge_vec", "chunk_vec")
 _GEN = re.compile(r"^gen-(\d{6,})-[0-9a-f]{8}$")
-_POINTER_TMP = f".{CURRENT}.tmp-"
-_LEGACY = (MANIFEST, TEXTS, "arrays", "vectors", "ann")  # format <= 3 kept these at the root
 READ_ATTEMPTS = 8  # a reader starts over this often while writers keep publishing
-KILL_ENV = "HYPERRAG_TEST_KILL_AT"  # test hook, see _kill_point
 T = TypeVar("T")
 
 
@@ -83,11 +79,6 @@ class StoredIndex:
 
 
 # ---------------------------------------------------------------- generations
-def _seq(name: str) -> int | None:
-    m = _GEN.match(name)
-    return int(m.group(1)) if m else None
-
-
 def current_generation(path: str | os.PathLike) -> str | None:
     """The generation name CURRENT of index dir ``path`` points at (None: no CURRENT)."""
     f = Path(path) / CURRENT
