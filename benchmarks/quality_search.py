@@ -80,7 +80,8 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
                                          hop_weight=v[3]))
     if name == "k":
         return replace(o, k_nodes=v[0], k_chunks=v[1])
-    if name in ("rare_words_max_group", "title_words", "near_matches", "title_chunks", "hop_titles"):
+    if name in ("rare_words_max_group", "title_words", "near_matches", "title_chunks", "hop_titles",
+                "phrase_sim"):
         return replace(o, hybrid=replace(h, **{name: v}))
     return replace(o, stitch=s.replace(**{name: v}))
 
@@ -96,7 +97,8 @@ def current(o: QueryOptions, name: str):
             "k": (o.k_nodes, o.k_chunks),
             "rare_words_max_group": h.rare_words_max_group,
             "title_words": h.title_words, "near_matches": h.near_matches,
-            "title_chunks": h.title_chunks, "hop_titles": h.hop_titles}.get(name, getattr(s, name, None))
+            "title_chunks": h.title_chunks, "hop_titles": h.hop_titles,
+            "phrase_sim": h.phrase_sim}.get(name, getattr(s, name, None))
 
 
 #: ablation rows: (label, coordinate changes from the default); "-x" = option x removed
@@ -121,6 +123,9 @@ ABLATIONS = [
     ("-title chunks (no prior term for a named title)", {"title_chunks": 0.0}),
     ("title chunks 1", {"title_chunks": 1.0}),
     ("title chunks 10", {"title_chunks": 10.0}),
+    ("+phrase links (capitalised phrases by embedding, cosine >= .6)", {"phrase_sim": 0.6}),
+    ("+phrase links (cosine >= .7)", {"phrase_sim": 0.7}),
+    ("+phrase links (cosine >= .8)", {"phrase_sim": 0.8}),
     ("-ppr (d = 0)", {"graph": (0.0, INF, "uniform")}),
     ("-temporal_from_space", {"temporal": (50, 0.0)}),
     ("group_weight log1p (paper)", {"group_weight": "log1p"}),

@@ -135,7 +135,11 @@ class HybridOptions:
     title_chunks > 0 (ours, docs/architecture.md §5): a chunk whose whole title the
     question contains (name keys; a disambiguator such as "(song)" included, and a title
     inside a longer matched title dropped) joins C0 with its share of the prior term
-    title_chunks: a title's term is split over its chunks by max(0, sim(q, c))."""
+    title_chunks: a title's term is split over its chunks by max(0, sim(q, c)).
+
+    phrase_sim > 0 (ours): the question's capitalised phrases that name no group exactly
+    are embedded (one embedder call per question) and seed the groups of the entity states
+    whose vectors they match with cosine >= phrase_sim (``PHRASE_K`` nearest each)."""
 
     seeds: str = "none"
     seed_value: float = 1.0
@@ -153,6 +157,7 @@ class HybridOptions:
     hop_weight: str = "sim"
     title_chunks: float = 0.0
     hop_titles: bool = False
+    phrase_sim: float = 0.0
 
     def __post_init__(self) -> None:
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
@@ -166,6 +171,8 @@ class HybridOptions:
             raise ValueError("rare_words_max_group must be >= 0")
         if self.seed_value < 0 or self.bm25_weight < 0 or self.k_bm25 < 0 or not self.title_chunks >= 0:
             raise ValueError("seed_value, bm25_weight, k_bm25 and title_chunks must be >= 0")
+        if not 0.0 <= self.phrase_sim <= 1.0:
+            raise ValueError(f"phrase_sim must be in [0, 1] (0 = off), got {self.phrase_sim}")
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,26 @@ def loose_key(key: str) -> str:
     return _ARTICLE.sub("", s)
 
 
+_CAPITALISED = re.compile(r"(?:\b[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|du|des|la|le|von|van|der|del|da|di)"
+                          r"(?=\s+[A-Z]))*\s*)+")
+_QUESTION_WORDS = frozenset("who whom whose what which when where why how is are was were did "
+                            "do does in on at the a an of for from by and or".split())
+
+
+def question_phrases(text: str) -> list[str]:
+    """Capitalised phrases of a question (runs of capitalised words, with lower-case
+    connectors such as "of" inside), minus a leading question word: the candidate names
+    for ``HybridOptions.phrase_sim`` (docs/architecture.md §5)."""
+    out = []
+    for run in _CAPITALISED.findall(text):
+        words = run.split()
+        while words and words[0].casefold() in _QUESTION_WORDS:
+            words = words[1:]
+        if words:
+            out.append(" ".join(words))
+    return list(dict.fromkeys(out))
+
+
 class TitleLookup:
     """Chunk titles by name key, read on first use through ``titles`` (a callable giving
     one title per chunk): a query that never asks for them never reads the chunks."""

@@ -61,4 +61,4 @@ def query_state(index, prebuilt=None, coda_setup: CodaSetup | None = None,
     bound = None
     if prebuilt is not None and prebuilt.coda is not None:
         bound = coda.bind(index, prebuilt.coda, coda_setup, embedder)
-    return QueryState(index, eng, engines, node_search, lookups, bm25, bound)
+    return QueryState(index, eng, engines, node_search, lookups, bm25, bound, embedder=embedder)

@@ -43,7 +43,7 @@ class QueryState:
     structure name (``merge_full``, ``merge_none``, ``consolidated``); ``bm25`` is None
     when the chunks have no indexable term; ``coda`` is the bound CODA retriever (or None);
     ``ner`` is filled by the first ``seeds="ner"`` query (a spaCy model, not an index
-    structure)."""
+    structure); ``embedder`` embeds question phrases (``HybridOptions.phrase_sim``)."""
 
     index: Any
     engine: StitchEngine
@@ -53,6 +53,7 @@ class QueryState:
     bm25: BM25 | None
     coda: Any = None
     ner: list = field(default_factory=list)
+    embedder: Any = None
 
 
 Method = Callable[[QueryState, np.ndarray, str, QueryOptions, bool], MethodOutput]

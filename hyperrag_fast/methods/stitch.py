@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..config import PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
-from ..lexical import question_groups, spacy_entity_texts
+from ..lexical import normalize_name, question_groups, question_phrases, spacy_entity_texts
 from .base import OWN, MethodOutput, QueryState, missing
 
 
@@ -61,6 +61,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                                  hybrid.rare_words_max_group, hybrid.title_words,
                                  hybrid.near_matches)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
+    if hybrid.phrase_sim > 0:
+        seeds = np.union1d(seeds, phrase_seeds(state, key, text, hybrid))
     if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
             text, hybrid.ngram_min_words))
@@ -88,6 +90,28 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
         d.update(cand_nodes=v0, cand_chunks=c0, seed_nodes=seeds, graph=key)
     return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
+
+
+#: entity states searched per embedded question phrase (``HybridOptions.phrase_sim``)
+PHRASE_K = 3
+
+
+def phrase_seeds(state: QueryState, key: str, text: str, hybrid: HybridOptions) -> np.ndarray:
+    """States of the groups whose states match a question phrase by embedding: the
+    phrases (``lexical.question_phrases``) that name no group exactly are embedded in one
+    call; each one's ``PHRASE_K`` nearest states with cosine >= ``hybrid.phrase_sim`` name
+    the groups, seeded as :meth:`GroupLookup.seed_nodes` does."""
+    if state.embedder is None:
+        raise ValueError("phrase_sim needs the query state's embedder (Retriever passes it)")
+    lk = state.lookups[key]
+    phrases = [p for p in question_phrases(text) if not lk.groups_of_keys([normalize_name(p)])]
+    if not phrases:
+        return np.empty(0, np.int64)
+    ids, sims = state.node_search[key].search(np.asarray(state.embedder.embed(phrases), np.float32),
+                                              PHRASE_K)
+    nodes = ids[sims >= hybrid.phrase_sim]
+    groups = np.unique(state.engines[key].graph.node_group[nodes]).tolist()
+    return lk.seed_nodes(groups, hybrid.seed_max_group)
 
 
 def title_shares(eng, q: np.ndarray, titled: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
