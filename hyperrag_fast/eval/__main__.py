@@ -21,8 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "index per source document, offline coverage per question type")
     p.add_argument("--split", choices=("dev", "test", "all"), default=None,
                    help="2wikimultihopqa: dev (first 200) / test (other 800) / all; "
-                        "hotpotqa_train: test / all (required for these); "
-                        "GraphRAG-Bench: all (dev, data README)")
+                        "hotpotqa_train: test / all; musique_dev: dev = all (required for "
+                        "these); GraphRAG-Bench: not used (all, dev per the data README)")
     p.add_argument("--methods", default=f"dense,{TUNED.method}",
                    help="comma-separated registered method names (default: dense,stitch)")
     p.add_argument("--data-dir", default=None,
