@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", choices=DATASETS, required=True)
     p.add_argument("--split", choices=("dev", "test", "all"), required=True,
                    help="2wikimultihopqa: dev (first 200) / test (other 800) / all; "
-                        "hotpotqa_train: test / all")
+                        "hotpotqa_train: test / all; musique_dev: dev = all")
     p.add_argument("--methods", default=f"dense,{TUNED.method}",
                    help="comma-separated registered method names (default: dense,stitch)")
     p.add_argument("--data-dir", default=None,
