@@ -126,7 +126,8 @@ READ_SIDE = ("hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.m
              "hyperrag_fast.ann", "hyperrag_fast.lexical", "hyperrag_fast.engine",
              "hyperrag_fast.hypergraph", "hyperrag_fast.store", "hyperrag_fast.texts",
              "hyperrag_fast.validate", "hyperrag_fast.checksums", "hyperrag_fast.prebuilt_reader",
-             "hyperrag_fast.config", "hyperrag_fast.records", "hyperrag_fast.embed.base")
+             "hyperrag_fast.config", "hyperrag_fast.records", "hyperrag_fast.embed.base",
+             "hyperrag_fast.serve")
 #: (read-side module, write-side module) imports that stay, each for a stated reason
 READ_WRITE_EXCEPTIONS = {
     # a CODA system is consolidated when it is loaded (docs/architecture.md §7)
