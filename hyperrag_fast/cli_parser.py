@@ -144,5 +144,5 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
 
     if commands.serve is not None:
         from .cli_serve import add_serve_parser
-        add_serve_parser(sub, [common], METHODS, commands.serve)
+        add_serve_parser(sub, [common], METHOD_NAMES, commands.serve)
     return p
