@@ -60,6 +60,7 @@ SPACE = {
     "k": [(25, 50), (50, 50), (25, 100), (50, 100)],
     "title_chunks": [0.0, 0.3, 1.0, 3.0, 10.0],  # weakest first (local search's title stage)
     "hop_titles": [False, True],
+    "title_top": [0, 1, 2],
 }
 
 
@@ -82,7 +83,7 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
     if name == "damping":
         return replace(o, stitch=s.replace(damping=v, ppr="power" if v > 0 else "none"))
     if name in ("rare_words_max_group", "title_words", "near_matches", "title_chunks", "hop_titles",
-                "phrase_sim", "rank_weights"):
+                "phrase_sim", "rank_weights", "title_top"):
         return replace(o, hybrid=replace(h, **{name: v}))
     if name == "stibp":
         return replace(o, stitch=s.replace(spatial=v, temporal=v))
@@ -101,7 +102,7 @@ def current(o: QueryOptions, name: str):
             "rare_words_max_group": h.rare_words_max_group,
             "title_words": h.title_words, "near_matches": h.near_matches,
             "title_chunks": h.title_chunks, "hop_titles": h.hop_titles,
-            "phrase_sim": h.phrase_sim, "rank_weights": h.rank_weights,
+            "phrase_sim": h.phrase_sim, "rank_weights": h.rank_weights, "title_top": h.title_top,
             "damping": s.damping if s.ppr != "none" else 0.0,
             "stibp": s.spatial or s.temporal}.get(name, getattr(s, name, None))
 
@@ -128,6 +129,8 @@ ABLATIONS = [
     ("-title chunks (no prior term for a named title)", {"title_chunks": 0.0}),
     ("title chunks 1", {"title_chunks": 1.0}),
     ("title chunks 10", {"title_chunks": 10.0}),
+    ("title top 0 (every paragraph of a named page)", {"title_top": 0}),
+    ("title top 1 (a named page's most similar paragraph)", {"title_top": 1}),
     ("+phrase links (capitalised phrases by embedding, cosine >= .6)", {"phrase_sim": 0.6}),
     ("+phrase links (cosine >= .7)", {"phrase_sim": 0.7}),
     ("+phrase links (cosine >= .8)", {"phrase_sim": 0.8}),
@@ -170,10 +173,19 @@ class Bench:
 #: dev family -> (dataset, split); the 2Wiki test split is scored, never searched
 FAMILIES = {"2wiki_dev": ("2wikimultihopqa", "dev"), "hotpotqa_train": ("hotpotqa_train", "test"),
             "musique_dev": ("musique_dev", "all")}
-DAMPINGS = [0.0, 0.1, 0.2, 0.3, 0.5]
+#: the grids of the worst-family search (coarser than SPACE: three families per setting)
+GRID = {"title_chunks": [0.0, 0.3, 1.0, 3.0], "delta": [0.75, 0.8, 0.85, 0.9],
+        "lam": [0.1, 0.3, 1.0], "damping": [0.0, 0.2, 0.5],
+        "hop": [(0, 1.0, 2, "sim"), (1, 1.0, 2, "sim"), (1, 0.5, 2, "sim"), (2, 1.0, 2, "sim")],
+        "hop_titles": [False, True], "title_top": [0, 1]}
 #: options the default keeps, each dropped unless it earns its place on the worst family
 KEPT = [("seeds", ("none", 1, INF)), ("bm25", (0.0, 0)), ("title_words", False),
         ("temporal", (50, 0.0)), ("stibp", False)]
+
+
+#: the ablation rows run by default (labels containing one of these); ``--rows`` to change
+SHORT_ROWS = ["-hop (no", "-hop titles", "-seeds", "-bm25", "-title single", "-title chunks",
+              "title top", "-ppr (rank", "-stibp", "-ranker", "-temporal_from_space"]
 
 
 class Search:
@@ -199,14 +211,21 @@ class Search:
     def worst(self, o: QueryOptions, fams) -> float:
         return min(self.lift(o, f) for f in fams)
 
-    def select(self, fams: tuple[str, ...], ranker: bool, passes: int = 3) -> QueryOptions:
+    def own_best(self, fam: str) -> tuple[QueryOptions, dict]:
+        """The best setting for ``fam`` alone among every setting scored on it (by any
+        selection): its own-tuned best over the searched settings."""
+        key = max((k for k in self.cache if k[1] == fam), key=lambda k: self.cache[k]["objective"])
+        return json.loads(key[0]), self.cache[key]
+
+    def select(self, fams: tuple[str, ...], ranker: bool, passes: int = 2) -> QueryOptions:
         """The coordinate search (module docstring) on ``fams`` from config.TUNED."""
         best = replace(TUNED, hybrid=replace(TUNED.hybrid, rank_weights=()))
         score = lambda o: self.worst(o, fams)  # noqa: E731
-        stages = (({"title_chunks": SPACE["title_chunks"]}, "weakest"),
-                  ({"delta": SPACE["delta"], "lam": SPACE["lam"]}, "best"),
-                  ({"damping": DAMPINGS}, "best"),
-                  ({"hop": SPACE["hop"]}, "best"), ({"hop_titles": SPACE["hop_titles"]}, "best"))
+        G = GRID
+        stages = (({"title_chunks": G["title_chunks"]}, "weakest"),
+                  ({"delta": G["delta"], "lam": G["lam"]}, "best"), ({"damping": G["damping"]}, "best"),
+                  ({"hop": G["hop"]}, "best"), ({"hop_titles": G["hop_titles"]}, "best"),
+                  ({"title_top": G["title_top"]}, "best"))
         for _ in range(passes):
             start = best
             for stage, rule in stages:
@@ -260,7 +279,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-ranker", action="store_true", help="skip the calibrated-ranker stage")
     p.add_argument("--no-lofo", action="store_true", help="skip leave-one-family-out")
     p.add_argument("--rows", nargs="*", default=None,
-                   help="only the ablation rows whose label contains one of these strings")
+                   help="only the ablation rows whose label contains one of these strings "
+                        "(default: SHORT_ROWS; --rows with no value: all)")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
     a = p.parse_args(argv)
     index = dict(x.split("=", 1) for x in a.index)
@@ -283,21 +303,25 @@ def main(argv=None) -> int:
         for held in fams:
             rest = tuple(f for f in fams if f != held)
             on_rest = S.select(rest, not a.no_ranker)
-            own = S.select((held,), not a.no_ranker)
             lofo[held] = {"chosen_on": list(rest), "query_options": plain(on_rest),
-                          "stitch": S.score(on_rest, held), "own_best": S.score(own, held),
-                          "own_best_query_options": plain(own), "dense": S.dense[held]}
+                          "stitch": S.score(on_rest, held), "dense": S.dense[held]}
+        for held in fams:  # after every selection: the best over all settings scored on it
+            own_o, own = S.own_best(held)
+            lofo[held].update(own_best=own, own_best_query_options=own_o,
+                              own_best_rule="the best objective on this family alone among "
+                                            "every setting any selection scored on it")
     per = lambda o: {f: S.score(o, f) for f in fams} | {"2wiki_test": test.score(o)}  # noqa: E731
     ablations = []
+    rows = a.rows if a.rows is not None else SHORT_ROWS
     for label, changes in ABLATIONS:
-        if a.rows and not any(r in label for r in a.rows):
+        if rows and not any(r in label for r in rows):
             continue
         o = chosen
         for n, v in changes.items():
             o = apply(o, n, v)
         if o == chosen and changes:
             continue  # the option is already off: nothing to ablate
-        row = {"label": label, **per(o)}
+        row = {"label": label, **{f: S.score(o, f) for f in fams}}
         row["lift_vs_selected"] = {f: round(S.score(o, f)["objective"] - S.score(chosen, f)["objective"], 4)
                                    for f in fams}
         ablations.append(row)
@@ -347,10 +371,11 @@ def render(out: dict) -> str:
               "| row | " + " | ".join(cols) + " | objective change per family | wins / loses |",
               "|---" * (len(cols) + 3) + "|"]
     for x in out["ablations"]:
+        x = {"2wiki_test": None, **x}
         d = x["lift_vs_selected"]
         wins = [f for f in fams if d[f] > 0.005]
         loses = [f for f in fams if d[f] < -0.005]
-        lines.append(f"| {x['label']} | " + " | ".join(_r(x[c]) for c in cols) + " | "
+        lines.append(f"| {x['label']} | " + " | ".join(_r(x[c]) if x[c] else "-" for c in cols) + " | "
                      + ", ".join(f"{d[f]:+.3f}" for f in fams)
                      + f" | {'+' + ','.join(wins) if wins else ''} {'-' + ','.join(loses) if loses else ''} |")
     lines += ["", "Trail (per selection: the setting before the ranker stage, the ranker's "

@@ -136,6 +136,8 @@ class HybridOptions:
     question contains (name keys; a disambiguator such as "(song)" included, and a title
     inside a longer matched title dropped) joins C0 with its share of the prior term
     title_chunks: a title's term is split over its chunks by max(0, sim(q, c)).
+    title_top > 0: only each named title's ``title_top`` chunks most similar to q join
+    (a page of many paragraphs; 0 = all of them; a one-chunk title is unchanged).
 
     rank_weights (ours, off = empty): the final ranking is bias + w . x over C_q's
     per-chunk features x (``methods.fusion.FEATURES``: prior and PPR shares and ranks,
@@ -164,8 +166,11 @@ class HybridOptions:
     hop_titles: bool = False
     phrase_sim: float = 0.0
     rank_weights: tuple[float, ...] = ()
+    title_top: int = 0
 
     def __post_init__(self) -> None:
+        if self.title_top < 0:
+            raise ValueError("title_top must be >= 0")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)

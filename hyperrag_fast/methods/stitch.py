@@ -68,7 +68,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         seeds = np.union1d(seeds, phrase_seeds(state, key, text, hybrid))
     if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
-            text, hybrid.ngram_min_words))
+            text, hybrid.ngram_min_words), hybrid.title_top)
         if hybrid.title_chunks > 0:
             c0 = np.concatenate([c0, named])
             bonus = np.concatenate([bonus, hybrid.title_chunks * share])
@@ -123,13 +123,20 @@ def phrase_seeds(state: QueryState, key: str, text: str, hybrid: HybridOptions) 
     return lk.seed_nodes(groups, hybrid.seed_max_group)
 
 
-def title_shares(eng, q: np.ndarray, titled: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
+                 top: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The chunks of the titles the question names, each with its share of its title's
     prior term (``HybridOptions.title_chunks``): max(0, sim(q, c)) over the title's chunks,
-    normalised to sum 1 (equal shares when no chunk is similar)."""
+    normalised to sum 1 (equal shares when no chunk is similar). ``top`` > 0 keeps only
+    each title's ``top`` chunks most similar to q (a page of many paragraphs lifts the
+    paragraph the question is about; a title with one chunk is unchanged)."""
     if not titled:
         return np.empty(0, np.int64), np.empty(0)
     shares = []
+    if top > 0:
+        titled = [ids if ids.shape[0] <= top else ids[np.sort(np.argsort(
+            -(eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), kind="stable")[:top])]
+            for ids in titled]
     for ids in titled:
         w = np.maximum((eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), 0.0)
         shares.append(w / w.sum() if w.sum() > 0 else np.full(ids.shape[0], 1.0 / ids.shape[0]))
