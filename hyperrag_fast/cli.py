@@ -1,5 +1,5 @@
 """``hyperrag`` command line: index, add, delete, upgrade, build-methods, query, ask, info,
-demo, eval.
+demo, eval, serve.
 
 ``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
@@ -307,6 +307,14 @@ def cmd_info(a) -> dict[str, Any]:
     return {"manifest": m, "biggest_groups": sizes.most_common(a.groups)}
 
 
+def cmd_serve(a) -> None:
+    """The HTTP service (:mod:`hyperrag_fast.serve`, extra ``serve``), until a signal."""
+    from .serve import require
+    require()
+    from .serve.main import serve
+    serve(a)
+
+
 def cmd_demo(a) -> dict[str, Any]:
     from .index import HyperIndex
     from .retriever import Retriever
@@ -355,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_parser import build_parser as parser_for
     return parser_for(Commands(index=cmd_index, add=cmd_add, delete=cmd_delete,
                                upgrade=cmd_upgrade, build_methods=cmd_build_methods,
-                               query=cmd_query, ask=cmd_ask, info=cmd_info, demo=cmd_demo))
+                               query=cmd_query, ask=cmd_ask, info=cmd_info, demo=cmd_demo,
+                               serve=cmd_serve))
 
 
 def _print_human(cmd: str, out: dict[str, Any]) -> None:

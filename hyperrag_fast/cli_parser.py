@@ -20,6 +20,7 @@ class Commands(NamedTuple):
     ask: Handler
     info: Handler
     demo: Handler
+    serve: Handler | None = None
 
 
 def build_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -144,4 +145,8 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.add_argument("--dir", default=None, help="where to write the demo index")
     s.add_argument("--cache-dir", default=None, help="LLM answer cache (default <DIR>.cache)")
     s.set_defaults(func=commands.demo)
+
+    if commands.serve is not None:
+        from .cli_serve import add_serve_parser
+        add_serve_parser(sub, [common], METHODS, commands.serve)
     return p
