@@ -223,10 +223,15 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
-def query_options(a):
-    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments."""
-    from .config import QueryOptions
-    return QueryOptions(method=a.method, k_nodes=a.k_nodes, k_chunks=a.k_chunks).with_top_k(a.top_k)
+def query_options(a, embedder_name: str | None = None):
+    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments:
+    the preset of the index's embedder (``config.preset_for``), with the options given."""
+    from .config import preset_for
+    o = preset_for(embedder_name)
+    o = replace(o, method=a.method,
+                k_nodes=o.k_nodes if a.k_nodes is None else a.k_nodes,
+                k_chunks=o.k_chunks if a.k_chunks is None else a.k_chunks)
+    return o if a.top_k is None else o.with_top_k(a.top_k)
 
 
 def _retriever(ix, path: str, method: str):
@@ -250,7 +255,7 @@ def cmd_query(a) -> dict[str, Any] | None:
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
     ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
-    opts = query_options(a)
+    opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method)
 
     def render(res) -> dict[str, Any]:
