@@ -65,6 +65,7 @@ from hyperrag_fast import config
 from hyperrag_fast.kernels import params as PRM
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_power_topk, ppr_push, ppr_push_topk
 from hyperrag_fast.kernels.ppr_factored import ppr_factored_topk
+from hyperrag_fast.ppr import LocalPush
 
 try:
     from . import _common as C
@@ -74,6 +75,8 @@ except ImportError:
     from _graphs import chunk_graph_of_size
 
 TOPK = 8
+SOLVERS = ("ours_power_topk", "ours_factored", "ours_local_push", "ours_local_push_approx", "ours_push_topk",
+           "ours_push", "ours_power")
 
 
 def transition(ptr, nbr, w, wsum):
@@ -118,7 +121,7 @@ def make_prior(m, nnz, seed):
     return p / p.sum()
 
 
-def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a, fac=None):
+def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a, fac_lp):
     m = wsum.shape[0]
     out = {}
     if m <= a.spsolve_max:
@@ -141,7 +144,7 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     def rec(name, fn, reps=rep, extra=None):
         single, ts1, _ = C.timeit(fn, repeats=reps, warmup=1)
         med, ts, batch, r = C.timeit_batched(fn, repeats=reps)
-        x = r[0] if isinstance(r, tuple) else r
+        x = r[0] if isinstance(r, tuple) else r.dense(m) if hasattr(r, "dense") else r
         e = {"solve_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts], "calls_per_repeat": batch,
              "single_call_ms": single * 1e3, "single_call_times_ms": [t * 1e3 for t in ts1],
              "top8": agree(x, exact),
@@ -157,12 +160,22 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     rec("ours_power_topk", lambda: ppr_power_topk(ptr, nbr, w, wsum, p, D, tol, a.max_iter, a.k),
         extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "bound": float(r[2]),
                          "stopped_by_certificate": bool(r[3])})
+    fac = fac_lp[0]
     if fac is not None:  # the same iteration on the chunk-group incidences (ppr="factored")
         cg_ptr, cg, gptr, members, gn = fac
         gw = 1.0 / gn
         rec("ours_factored", lambda: ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, D, tol, a.max_iter, a.k),
             extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "incidences": int(cg.shape[0]),
                              "stopped_by_certificate": bool(r[3])})
+    lp = fac_lp[1]
+    rec("ours_local_push", lambda: lp.topk(p, D, a.k, eps_min=a.local_eps_min),
+        extra=lambda r: {"k": a.k, "eps_min": a.local_eps_min, "certified": r.certified, "eps_reached": r.eps,
+                         "pushes": r.pushes, "touched": int(r.ids.shape[0]), "residual_l1": r.residual,
+                         "kernel_top8_same_order": bool(np.array_equal(r.top, top(exact)))})
+    rec("ours_local_push_approx", lambda: lp.approx(p, D, a.approx_eps),
+        extra=lambda r: {"eps": a.approx_eps, "pushes": r.pushes, "touched": int(r.ids.shape[0]),
+                         "residual_l1": r.residual, "max_bound": float(max(r.b.max(initial=0.0), r.b_rest)),
+                         "max_error": float(np.max(exact - r.dense(m)))})
     rec("ours_push_topk", lambda: ppr_push_topk(ptr, nbr, w, wsum, p, D, tol, a.k),
         extra=lambda r: {"tol": tol, "k": a.k, "residual_l1": float(r[1]), "pushes": int(r[2]),
                          "stopped_by_certificate": bool(float(r[1]) > tol)})
@@ -186,17 +199,19 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         rec("networkx", nxrun, reps=min(rep, 3), extra=lambda r: {"build_ms": nx_build_ms})
     out["solvers"] = res
     pr = res["igraph_prpack"]
-    pt = res[a.default_solver]["solve_ms"]
-    out["default_solver"] = a.default_solver
+    default = a.default_solver if a.default_solver != "auto" else (
+        "ours_local_push" if config.ppr_solver(D, m, int((p > 0).sum())) == "push" else "ours_power_topk")
+    pt = res[default]["solve_ms"]
+    out["default_solver"] = default
     out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
     out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
     out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
-    for name in ("ours_power_topk", "ours_factored", "ours_push_topk", "ours_push", "ours_power"):
+    for name in SOLVERS:
         if name in res:
             out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
-    print(f"  d={D:g} {a.default_solver} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
+    print(f"  d={D:g} {default} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
           f"{out['default_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
-          f"push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
+          f"local push {out['ours_local_push_vs_prpack_speedup']:.1f}x, push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
           f"power {out['ours_power_vs_prpack_speedup']:.1f}x", flush=True)
     return out
 
@@ -238,17 +253,25 @@ def run_size(n, a):
         H.add_nodes_from(range(m))
         H.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), wts.tolist()))
         nx_build_ms = (time.perf_counter() - t) * 1e3
+    t = time.perf_counter()
+    lp = LocalPush(ptr, nbr, w, wsum)  # validation, symmetry check, per-arc scaled weights, scratch
+    lp.topk(p, 0.5, a.k)
+    out["local_push_build_ms"] = (time.perf_counter() - t) * 1e3
+    out["local_push_symmetric"] = lp.symmetric
+    out["loadavg_before"] = list(os.getloadavg())
     out["by_damping"] = {}
     for D in a.dampings:
         out["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
-                                                  H, nx_build_ms, rep, a, fac if a.weight_kind == 1 else None)
+                                                  H, nx_build_ms, rep, a,
+                                                  (fac if a.weight_kind == 1 else None, lp))
+    out["loadavg_after"] = list(os.getloadavg())
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000])
-    ap.add_argument("--dampings", type=float, nargs="+", default=[0.85, 0.2])
+    ap.add_argument("--dampings", type=float, nargs="+", default=[0.85, 0.5, 0.2])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--max-group", type=float, default=None,
                     help="group cap of the chunk graph (default: config.TUNED_STITCH.graph_max_group)")
@@ -256,6 +279,10 @@ def main():
                     help="arc weights (default: config.TUNED_STITCH.graph_weight)")
     ap.add_argument("--prior-nnz", type=int, default=300)
     ap.add_argument("--push-tol", type=float, default=None, help="default: config.TUNED_STITCH.tol")
+    ap.add_argument("--local-eps-min", type=float, default=1e-12,
+                    help="local push (certified mode): lowest threshold before it reports uncertified")
+    ap.add_argument("--approx-eps", type=float, default=1e-5,
+                    help="local push (approximate mode): the fixed threshold eps (error <= eps * wsum(v))")
     ap.add_argument("--spsolve-max", type=int, default=2_000)
     ap.add_argument("--nx-max", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
@@ -267,8 +294,8 @@ def main():
     a.push_tol = st.tol if a.push_tol is None else a.push_tol
     a.max_iter = st.max_iter
     a.k = st.top_k
-    a.default_solver = {"power": "ours_power_topk", "push": "ours_push_topk",
-                        "factored": "ours_factored"}.get(st.ppr, "ours_power_topk")
+    a.default_solver = {"power": "ours_power_topk", "push": "ours_local_push", "factored": "ours_factored",
+                        "auto": "auto"}.get(st.ppr, "ours_power_topk")
     from hyperrag_fast.config import StitchOptions
     a.weight_kind = int(kernel_params(StitchOptions(graph_weight=a.weight))[PRM.GRAPH_WEIGHT])
     a.options_source = {"graph_max_group": a.max_group, "graph_weight": a.weight, "tol": a.push_tol,
@@ -296,9 +323,10 @@ def write(a, sizes):
         by = lambda key: {n: s["by_damping"][k][key] for n, s in sizes.items()}  # noqa: E731
         sp_ = by("default_vs_prpack_speedup")
         spb = by("default_vs_prpack_build_plus_solve_speedup")
-        ag = {n: s["by_damping"][k]["solvers"][a.default_solver]["top8"] for n, s in sizes.items()}
-        od = {n: s["by_damping"][k]["solvers"][a.default_solver]["top8_same_order"] for n, s in sizes.items()}
-        summ[k] = {"default_solver": a.default_solver,
+        dflt = {n: s["by_damping"][k]["default_solver"] for n, s in sizes.items()}
+        ag = {n: s["by_damping"][k]["solvers"][dflt[n]]["top8"] for n, s in sizes.items()}
+        od = {n: s["by_damping"][k]["solvers"][dflt[n]]["top8_same_order"] for n, s in sizes.items()}
+        summ[k] = {"default_solver": a.default_solver, "default_solver_by_size": dflt,
                    "default_vs_prpack_speedup_by_size": sp_,
                    "default_vs_prpack_build_plus_solve_speedup_by_size": spb,
                    "default_vs_prpack_speedup_median": float(np.median(list(sp_.values()))),
@@ -306,7 +334,7 @@ def write(a, sizes):
                    "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
                    "top8_agreement_min": float(np.min(list(ag.values())))}
-        for name in ("ours_power_topk", "ours_factored", "ours_push_topk", "ours_push", "ours_power"):
+        for name in SOLVERS:
             if any(f"{name}_vs_prpack_speedup" not in s["by_damping"][k] for s in sizes.values()):
                 continue
             x = by(f"{name}_vs_prpack_speedup")

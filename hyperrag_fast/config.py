@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
 DECAYS = ("tanh", "exp", "sigmoid")
-PPRS = ("none", "power", "push", "factored")
+PPRS = ("none", "power", "push", "factored", "auto")
 ALPHAS = ("ratio", "fixed", "log")
 WEIGHTS = ("log1p", "idf", "none")
 GRAPH_WEIGHTS = ("uniform", "inverse_size")
@@ -51,10 +51,13 @@ class StitchOptions:
     chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
     (paper: power iteration to max-abs-change < tol, stopped earlier once its top-k order
     is certified equal to the exact solve's, ``kernels.ppr.ppr_power_topk``), "push"
-    (forward push, L1 error <= tol), "factored" (the same power iteration, same results
+    (local forward push, per-node threshold lowered until the top-k order is certified,
+    else down to r(v) <= tol * wsum(v), every score then within tol * wsum(v);
+    ``kernels.ppr_local``), "factored" (the same power iteration, same results
     to rounding, on the chunk-group incidences instead of the deduplicated arcs: a name
     group of s chunks costs s, not s (s - 1); needs graph_weight "inverse_size";
-    ``kernels.ppr_factored``) or "none" (rank by prior).
+    ``kernels.ppr_factored``), "auto" (push or power by the measured rule
+    :func:`ppr_solver`) or "none" (rank by prior).
     """
 
     delta: float = 0.5
@@ -210,6 +213,34 @@ class AnnParams:
         return self.backend == "usearch"
 
 
+# ------------------------------------------------------------------ PPR solver rule
+#: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
+#: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
+#: them, else the power iteration. Measured single-threaded, both solvers on the same
+#: graphs and priors, same certified top-8 (benchmarks/results/ppr.json: 300-chunk prior;
+#: ppr_dense_prior.json: prior on every chunk, as a query's prior over C_q is): push loses
+#: at 1k chunks at every damping and with a prior on every chunk at every size; it wins
+#: with a 300-chunk prior from 10k chunks (3 %) at d <= 0.5 and from 100k (0.3 %) at
+#: d = 0.85. So a 2Wiki query (|C_q| ~ 50, prior on all of it) always runs power.
+PUSH_MIN_CHUNKS = 10_000
+#: (largest damping, largest prior support / chunks) pairs, by increasing damping
+PUSH_MAX_FRACTION = ((0.5, 0.03), (1.0, 0.003))
+
+
+def push_max_fraction(damping: float) -> float:
+    """The largest prior support (as a fraction of the chunks) for which ppr="auto" pushes."""
+    for d_max, frac in PUSH_MAX_FRACTION:
+        if damping <= d_max:
+            return frac
+    return 0.0
+
+
+def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
+    """"push" or "power": the solver ppr="auto" runs (the rule above)."""
+    push = n_chunks >= PUSH_MIN_CHUNKS and prior_nnz <= push_max_fraction(damping) * n_chunks
+    return "push" if push else "power"
+
+
 def _one_of(name: str, value: str, allowed) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
@@ -255,7 +286,7 @@ TUNED_STITCH = StitchOptions(
     temporal_from_space=2.0,
     graph_max_group=20,
     graph_weight="inverse_size",
-    ppr="power",
+    ppr="auto",
     tol=1e-6,
 )
 TUNED_HYBRID = HybridOptions(seeds="ngram", ngram_min_words=2, seed_value=1.0, seed_max_group=2,
