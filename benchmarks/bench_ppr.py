@@ -79,6 +79,23 @@ SOLVERS = ("ours_power_topk", "ours_factored", "ours_local_push", "ours_local_pu
            "ours_push", "ours_power")
 
 
+def timeit_wall_cpu(fn, repeats=5, min_batch_s=0.005):
+    """``_common.timeit_batched`` that also reads the process CPU clock around each batch:
+    (wall median, wall per repeat, batch, last result, CPU median, CPU per repeat). On a
+    shared machine the CPU time leaves out the time other processes held the core."""
+    t = time.perf_counter()
+    out = fn()
+    n = max(1, int(np.ceil(min_batch_s / max(time.perf_counter() - t, 1e-7))))
+    ts, cs = [], []
+    for _ in range(repeats):
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            out = fn()
+        cs.append((time.process_time() - c) / n)
+        ts.append((time.perf_counter() - t) / n)
+    return float(np.median(ts)), ts, n, out, float(np.median(cs)), cs
+
+
 def transition(ptr, nbr, w, wsum):
     """P (m x m, CSR) with P[j, i] = w_ij / wsum_i, dangling columns = self-loop."""
     m = wsum.shape[0]
@@ -143,9 +160,10 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
 
     def rec(name, fn, reps=rep, extra=None):
         single, ts1, _ = C.timeit(fn, repeats=reps, warmup=1)
-        med, ts, batch, r = C.timeit_batched(fn, repeats=reps)
+        med, ts, batch, r, cpu, cts = timeit_wall_cpu(fn, repeats=reps)
         x = r[0] if isinstance(r, tuple) else r.dense(m) if hasattr(r, "dense") else r
         e = {"solve_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts], "calls_per_repeat": batch,
+             "solve_cpu_ms": cpu * 1e3, "cpu_times_ms": [t * 1e3 for t in cts],
              "single_call_ms": single * 1e3, "single_call_times_ms": [t * 1e3 for t in ts1],
              "top8": agree(x, exact),
              "top8_same_order": bool(np.array_equal(top(x), top(exact))),
@@ -153,7 +171,7 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         if extra:
             e.update(extra(r))
         res[name] = e
-        print(f"  d={D:<5g}{name:18s} {med * 1e3:10.3f} ms  top8 {e['top8']:.3f} "
+        print(f"  d={D:<5g}{name:18s} {med * 1e3:10.3f} ms (cpu {cpu * 1e3:10.3f})  top8 {e['top8']:.3f} "
               f"order {e['top8_same_order']}  L1 {e['l1_err']:.2e}", flush=True)
 
     tol = a.push_tol
@@ -204,11 +222,13 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     pt = res[default]["solve_ms"]
     out["default_solver"] = default
     out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
+    out["default_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[default]["solve_cpu_ms"]
     out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
     out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
     for name in SOLVERS:
         if name in res:
             out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
+            out[f"{name}_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[name]["solve_cpu_ms"]
     print(f"  d={D:g} {default} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
           f"{out['default_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
           f"local push {out['ours_local_push_vs_prpack_speedup']:.1f}x, push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
@@ -222,11 +242,10 @@ def run_size(n, a):
                                                    factored=True)
     gen_s = time.perf_counter() - t
     m = wsum.shape[0]
-    p = make_prior(m, a.prior_nnz, a.seed + 7)
     rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 3))
     out = {"n_nodes": m, "n_arcs": int(nbr.shape[0]), "mean_degree": nbr.shape[0] / m,
            "max_degree": int(np.diff(ptr).max()), "dangling": int((wsum == 0).sum()),
-           "prior_nnz": int((p > 0).sum()), "graph_gen_s": gen_s, "repeats": rep}
+           "graph_gen_s": gen_s, "repeats": rep}
     print(f"n={m} arcs={nbr.shape[0]} gen {gen_s:.1f}s", flush=True)
     tb = time.perf_counter()
     P = transition(ptr, nbr, w, wsum)
@@ -255,17 +274,20 @@ def run_size(n, a):
         nx_build_ms = (time.perf_counter() - t) * 1e3
     t = time.perf_counter()
     lp = LocalPush(ptr, nbr, w, wsum)  # validation, symmetry check, per-arc scaled weights, scratch
-    lp.topk(p, 0.5, a.k)
     out["local_push_build_ms"] = (time.perf_counter() - t) * 1e3
     out["local_push_symmetric"] = lp.symmetric
-    out["loadavg_before"] = list(os.getloadavg())
-    out["by_damping"] = {}
-    for D in a.dampings:
-        out["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
-                                                  H, nx_build_ms, rep, a,
-                                                  (fac if a.weight_kind == 1 else None, lp))
-    out["loadavg_after"] = list(os.getloadavg())
-    return out
+    outs = []
+    for nnz in a.prior_nnz:  # the same graphs for every prior
+        p = make_prior(m, nnz, a.seed + 7)
+        lp.topk(p, 0.5, a.k)
+        o = dict(out, prior_nnz=int((p > 0).sum()), loadavg_before=list(os.getloadavg()), by_damping={})
+        for D in a.dampings:
+            o["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
+                                                    H, nx_build_ms, rep, a,
+                                                    (fac if a.weight_kind == 1 else None, lp))
+        o["loadavg_after"] = list(os.getloadavg())
+        outs.append(o)
+    return outs
 
 
 def main():
@@ -277,7 +299,8 @@ def main():
                     help="group cap of the chunk graph (default: config.TUNED_STITCH.graph_max_group)")
     ap.add_argument("--weight", choices=["uniform", "inverse_size"], default=None,
                     help="arc weights (default: config.TUNED_STITCH.graph_weight)")
-    ap.add_argument("--prior-nnz", type=int, default=300)
+    ap.add_argument("--prior-nnz", type=int, nargs="+", default=[300],
+                    help="prior support sizes (0: every chunk), one result file each (--out)")
     ap.add_argument("--push-tol", type=float, default=None, help="default: config.TUNED_STITCH.tol")
     ap.add_argument("--local-eps-min", type=float, default=1e-12,
                     help="local push (certified mode): lowest threshold before it reports uncertified")
@@ -286,8 +309,10 @@ def main():
     ap.add_argument("--spsolve-max", type=int, default=2_000)
     ap.add_argument("--nx-max", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="ppr.json")
+    ap.add_argument("--out", nargs="+", default=["ppr.json"])
     a = ap.parse_args()
+    if len(a.out) != len(a.prior_nnz):
+        ap.error("give one --out file per --prior-nnz value")
     st = config.TUNED_STITCH
     a.max_group = st.graph_max_group if a.max_group is None else a.max_group
     a.weight = st.graph_weight if a.weight is None else a.weight
@@ -310,13 +335,14 @@ def main():
     ppr_power_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100, TOPK)
     ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6)
     ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100)
-    sizes = {}
+    sizes = [{} for _ in a.prior_nnz]
     for n in a.sizes:  # written after every size, so a long 1M run leaves the smaller ones
-        sizes[str(n)] = run_size(n, a)
-        write(a, sizes)
+        for i, o in enumerate(run_size(n, a)):
+            sizes[i][str(n)] = o
+            write(a, sizes[i], a.prior_nnz[i], a.out[i])
 
 
-def write(a, sizes):
+def write(a, sizes, prior_nnz, out):
     summ = {}
     for D in a.dampings:
         k = f"{D:g}"
@@ -330,6 +356,7 @@ def write(a, sizes):
                    "default_vs_prpack_speedup_by_size": sp_,
                    "default_vs_prpack_build_plus_solve_speedup_by_size": spb,
                    "default_vs_prpack_speedup_median": float(np.median(list(sp_.values()))),
+                   "default_vs_prpack_cpu_speedup_by_size": by("default_vs_prpack_cpu_speedup"),
                    "default_vs_prpack_speedup_min": float(np.min(list(sp_.values()))),
                    "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
@@ -340,8 +367,11 @@ def write(a, sizes):
             x = by(f"{name}_vs_prpack_speedup")
             summ[k][f"{name}_vs_prpack_speedup_by_size"] = x
             summ[k][f"{name}_vs_prpack_speedup_median"] = float(np.median(list(x.values())))
-    C.write_result(a.out, {
-        "params": vars(a), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
+            x = by(f"{name}_vs_prpack_cpu_speedup")
+            summ[k][f"{name}_vs_prpack_cpu_speedup_by_size"] = x
+            summ[k][f"{name}_vs_prpack_cpu_speedup_median"] = float(np.median(list(x.values())))
+    C.write_result(out, {
+        "params": dict(vars(a), prior_nnz=prior_nnz, out=out, prior_nnz_of_run=a.prior_nnz, out_of_run=a.out), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ,
     })
 

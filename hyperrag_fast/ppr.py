@@ -55,8 +55,7 @@ class LocalPush:
             raise ValueError(f"nbr holds ids outside [0, {n})")
         if not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError("arc weights must be finite and >= 0")
-        row_sums = np.add.reduceat(w, ptr[:-1]) if w.size else np.zeros(n)
-        row_sums[np.diff(ptr) == 0] = 0.0
+        row_sums = np.bincount(np.repeat(np.arange(n), np.diff(ptr)), weights=w, minlength=n)
         if wsum is None:
             wsum = row_sums
         wsum = np.ascontiguousarray(wsum, dtype=np.float64)

@@ -187,19 +187,20 @@ def _certify(x, s, wsum, wmax, sym, d, rsum, rho, flag, touched, nt, n, kk, top)
         top[j] = u
         if nfill < kk:
             nfill += 1
-    if nfill < kk:  # pad with untouched nodes (x = 0) of lowest id, after any touched x = 0
-        i = 0
-        while nfill < kk and i < n:
-            if flag[i] == 0:
-                j = nfill
-                while j > 0 and tx[j - 1] == 0.0 and top[j - 1] > i:
-                    tx[j] = tx[j - 1]
-                    top[j] = top[j - 1]
-                    j -= 1
-                tx[j] = 0.0
-                top[j] = i
+    # untouched nodes (x = 0) of lowest id fill the top and precede touched ones with x = 0
+    i = 0
+    while i < n and kk > 0 and (nfill < kk or (tx[kk - 1] == 0.0 and top[kk - 1] > i)):
+        if flag[i] == 0:
+            j = nfill if nfill < kk else kk - 1
+            while j > 0 and tx[j - 1] == 0.0 and top[j - 1] > i:
+                tx[j] = tx[j - 1]
+                top[j] = top[j - 1]
+                j -= 1
+            tx[j] = 0.0
+            top[j] = i
+            if nfill < kk:
                 nfill += 1
-            i += 1
+        i += 1
     # best upper bound among the nodes outside the top
     for j in range(kk):
         flag[top[j]] |= TOP
