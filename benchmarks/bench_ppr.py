@@ -1,6 +1,8 @@
 """PPR kernels against reference libraries on the same chunk graphs (issue item 1).
 
-    python benchmarks/bench_ppr.py                      # sizes 1k 10k 100k 1M, d = 0.85 and 0.2
+    # sizes 1k 10k 100k 1M, d = 0.85, 0.5 and 0.2, a 300-chunk prior and a prior on every chunk
+    OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --repeats 5 \
+        --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json
     python benchmarks/bench_ppr.py --sizes 1000 10000 --repeats 3
 
 Graphs: the production chunk-graph kernel over every chunk of a synthetic corpus (the
@@ -12,8 +14,11 @@ Group cap and edge weighting are read at run time from the library's default opt
 keeps its mass (self-loop; the same self-loop and the same arc weights are given to
 every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised
 (0: every chunk, as in the query path, where every chunk of C_q has a prior > 0).
-Dampings ``--dampings`` (default 0.85 = paper, 0.2 = the tuned default). Solvers, each
-timed as the median over ``--repeats`` repeats of the time per call, a repeat being a batch
+Several ``--prior-nnz`` values run on the same graphs, one ``--out`` file each.
+Dampings ``--dampings`` (default 0.85 = paper, 0.5, 0.2 = the tuned default). Solvers, each
+timed as the median over ``--repeats`` repeats of the time per call (wall clock,
+``solve_ms``, and process CPU time, ``solve_cpu_ms``: on a shared machine the latter leaves
+out the time other processes held the core), a repeat being a batch
 of calls that lasts >= 5 ms (one call for solves that take longer; ``calls_per_repeat``),
 after a warm-up; ``single_call_ms`` is the median of ``--repeats`` single calls (noisier
 below ~0.1 ms):
@@ -24,8 +29,15 @@ below ~0.1 ms):
 * ours_factored  — kernels.ppr_factored.ppr_factored_topk: the same iteration and stop on the
   chunk-group incidences the CSR was deduplicated from (ppr="factored"; inverse_size weights
   only; its degrees are computed inside the timed call, CSR solvers get ``wsum`` as input);
-* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the query path's solver for
-  ppr="push" (certified top-k early stop, else L1 residual <= tol);
+* ours_local_push — hyperrag_fast.ppr.LocalPush.topk(p, d, k=top_k, eps_min=--local-eps-min):
+  the local push of kernels/ppr_local.py (per-node threshold r(v) <= eps wsum(v), halved
+  from max p / wsum / 2 until the top-k order is certified; what ppr="push" runs). Timed
+  from the dense prior (its nonzeros are found inside the call); ``LocalPush`` (validation,
+  symmetry check, per-arc scaled weights, scratch) is built once per graph (``local_push_build_ms``);
+* ours_local_push_approx — LocalPush.approx(p, d, --approx-eps): the same push down to a fixed
+  threshold (every score within eps wsum(v); ``max_error`` measured against the exact solve);
+* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the former global push
+  (certified top-k early stop, else L1 residual <= tol; CODA's ppr_solver="push");
 * ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
 * ours_power     — kernels.ppr.ppr_power, max-abs-change < 1e-6 (the paper's rule, no early stop);
 * igraph_prpack  — Graph.personalized_pagerank(implementation="prpack", reset=p,
@@ -42,7 +54,11 @@ top8 = |top-8 of solver ∩ top-8 of exact| / 8; ``top8_same_order`` also checks
 Headline (``summary[d]["default_vs_prpack_speedup_median"]``, speed.json
 ``ppr.push_vs_prpack_speedup``): PRPACK solve time over the solver the library's default
 options run (``config.TUNED_STITCH.ppr`` read at run time: "power" -> ours_power_topk,
-"push" -> ours_push_topk, "factored" -> ours_factored; k = ``top_k``, tol / max_iter of the preset), median over sizes.
+"push" -> ours_local_push, "factored" -> ours_factored, "auto" -> whichever
+``config.ppr_solver(d, chunks, prior nonzeros)`` picks, per size in ``default_solver_by_size``;
+k = ``top_k``, tol / max_iter of the preset), median over sizes. The local push alone:
+``summary[d]["ours_local_push_vs_prpack_speedup_by_size"]`` / ``..._median`` (wall clock)
+and ``..._cpu_speedup_...`` (CPU time).
 """
 from __future__ import annotations
 
@@ -159,6 +175,8 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     res = {}
 
     def rec(name, fn, reps=rep, extra=None):
+        if a.only and m >= a.only_from and name not in a.only and name != "igraph_prpack":
+            return
         single, ts1, _ = C.timeit(fn, repeats=reps, warmup=1)
         med, ts, batch, r, cpu, cts = timeit_wall_cpu(fn, repeats=reps)
         x = r[0] if isinstance(r, tuple) else r.dense(m) if hasattr(r, "dense") else r
@@ -207,7 +225,7 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         directed=True, damping=D, reset=p, weights="weight", implementation="prpack")),
         extra=lambda r: {"build_ms": ig_build_ms})
     res["igraph_prpack"]["solve_plus_build_ms"] = res["igraph_prpack"]["solve_ms"] + ig_build_ms
-    if H is not None:
+    if H is not None and not (a.only and m >= a.only_from and "networkx" not in a.only):
         import networkx as nx
         pers = {int(i): float(p[i]) for i in np.flatnonzero(p)}
 
@@ -224,15 +242,15 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
     out["default_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[default]["solve_cpu_ms"]
     out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
-    out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
+    if "scipy_power" in res:
+        out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
     for name in SOLVERS:
         if name in res:
             out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
             out[f"{name}_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[name]["solve_cpu_ms"]
     print(f"  d={D:g} {default} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
           f"{out['default_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
-          f"local push {out['ours_local_push_vs_prpack_speedup']:.1f}x, push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
-          f"power {out['ours_power_vs_prpack_speedup']:.1f}x", flush=True)
+          f"local push {out['ours_local_push_vs_prpack_speedup']:.1f}x", flush=True)
     return out
 
 
@@ -310,6 +328,11 @@ def main():
     ap.add_argument("--nx-max", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", nargs="+", default=["ppr.json"])
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="solvers to run at sizes >= --only-from (igraph_prpack always runs)")
+    ap.add_argument("--only-from", type=int, default=0)
+    ap.add_argument("--merge", action="store_true",
+                    help="add the sizes of this run to those already in the --out files")
     a = ap.parse_args()
     if len(a.out) != len(a.prior_nnz):
         ap.error("give one --out file per --prior-nnz value")
@@ -336,6 +359,15 @@ def main():
     ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6)
     ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100)
     sizes = [{} for _ in a.prior_nnz]
+    a.merged_from = {}
+    if a.merge:  # keep the sizes (and the commands) of an earlier run
+        import json
+        for i, f in enumerate(a.out):
+            old = json.loads((C.RESULTS / f).read_text())
+            sizes[i] = old["sizes"]
+            a.merged_from[f] = {"command": old["command"], "git": old["machine"].get("git"),
+                                "loadavg_at_start": old["machine"].get("loadavg_at_start"),
+                                "sizes": list(old["sizes"])}
     for n in a.sizes:  # written after every size, so a long 1M run leaves the smaller ones
         for i, o in enumerate(run_size(n, a)):
             sizes[i][str(n)] = o
@@ -361,9 +393,11 @@ def write(a, sizes, prior_nnz, out):
                    "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
                    "top8_agreement_min": float(np.min(list(ag.values())))}
-        for name in SOLVERS:
-            if any(f"{name}_vs_prpack_speedup" not in s["by_damping"][k] for s in sizes.values()):
+        for name in SOLVERS:  # over the sizes where the solver ran (--only)
+            have = [n for n, s in sizes.items() if f"{name}_vs_prpack_speedup" in s["by_damping"][k]]
+            if not have:
                 continue
+            by = lambda key: {n: sizes[n]["by_damping"][k][key] for n in have}  # noqa: E731
             x = by(f"{name}_vs_prpack_speedup")
             summ[k][f"{name}_vs_prpack_speedup_by_size"] = x
             summ[k][f"{name}_vs_prpack_speedup_median"] = float(np.median(list(x.values())))
