@@ -26,7 +26,7 @@ from ..embed.base import Embedder
 from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
-from ..config import QueryOptions
+from ..config import QueryOptions, preset_for
 from ..methods import METHODS, needs
 from ..prebuilt import Prebuilt, build_prebuilt, ensure_prebuilt
 from ..retriever import Retriever
@@ -36,6 +36,7 @@ from .metrics import KS, summarize
 from .report import write_markdown
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+CONTRACT_SPLITS = {"musique_dev": ("all", "dev")}  # the split written as quality-<dataset>.json
 _THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -137,9 +138,11 @@ def embed_questions(embedder: Embedder, texts: Sequence[str],
     return np.stack(vecs), times
 
 
-def method_options(name: str, given: QueryOptions | None, max_k: int) -> QueryOptions:
-    """``given`` (method set to ``name``) or the defaults; top_k must cover ``max_k``."""
-    o = replace(given, method=name) if given is not None else QueryOptions(method=name)
+def method_options(name: str, given: QueryOptions | None, max_k: int,
+                   preset: QueryOptions | None = None) -> QueryOptions:
+    """``given`` (method set to ``name``) or ``preset`` (default: ``QueryOptions()``), the
+    embedder's preset; top_k must cover ``max_k``."""
+    o = replace(given if given is not None else (preset or QueryOptions()), method=name)
     if given is None and o.top_k < max_k:
         o = o.with_top_k(max_k)
     if o.top_k < max_k:
@@ -215,10 +218,11 @@ def evaluate(dataset: str, split: str, methods: Sequence[str],
     if stray:
         raise ValueError(f"options given for methods not run: {stray}")
     max_k = max(ks)
-    opts = {m: method_options(m, options_by_method.get(m), max_k) for m in methods}
     ds = load_dataset(dataset, split, data_dir)
     extractor = (extractor_factory or default_extractor)()
     embedder = (embedder_factory or default_embedder)()
+    preset = preset_for(embedder.name)  # the index records this embedder (manifest)
+    opts = {m: method_options(m, options_by_method.get(m), max_k, preset) for m in methods}
     machine = machine_info()
     ix, index_info = load_or_build_index(ds, extractor, embedder, index_dir,
                                          cache_dir if cache_dir is not None else "cache",
@@ -292,7 +296,7 @@ def write_results(out: dict[str, Any], out_dir: Path,
                                          if k not in out["methods"]}, **out["methods"]}}
     text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
     _write_atomic(path, text)
-    if out["split"] == "test":  # the issue-5 results contract: quality-<dataset>.json
+    if out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",)):  # quality-<dataset>.json
         _write_atomic(out_dir / f"quality-{out['dataset']}.json", text)
     write_markdown(out, stem.with_suffix(".md"))
     for name, rows in (dumps or {}).items():
