@@ -235,15 +235,7 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         rec("networkx", nxrun, reps=min(rep, 3), extra=lambda r: {"build_ms": nx_build_ms})
     out["solvers"] = res
     pr = res["igraph_prpack"]
-    default = a.default_solver if a.default_solver != "auto" else (
-        "ours_local_push" if config.ppr_solver(D, m, int((p > 0).sum())) == "push" else "ours_power_topk")
-    pt = res[default]["solve_ms"]
-    out["default_solver"] = default
-    out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
-    out["default_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[default]["solve_cpu_ms"]
-    out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
-    if "scipy_power" in res:
-        out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
+    default = set_default(out, D, m, int((p > 0).sum()), a)
     for name in SOLVERS:
         if name in res:
             out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
@@ -331,6 +323,8 @@ def main():
     ap.add_argument("--only", nargs="+", default=None,
                     help="solvers to run at sizes >= --only-from (igraph_prpack always runs)")
     ap.add_argument("--only-from", type=int, default=0)
+    ap.add_argument("--resummarize", action="store_true",
+                    help="measure nothing: rewrite the --out files' summaries (default solver by the current rule)")
     ap.add_argument("--merge", action="store_true",
                     help="add the sizes of this run to those already in the --out files")
     a = ap.parse_args()
@@ -352,6 +346,13 @@ def main():
                         "from": "hyperrag_fast.config.TUNED_STITCH at run time unless overridden on the command line",
                         "tuned_stitch_repr": repr(st)}
     print(a.options_source, flush=True)
+    if a.resummarize:
+        import json
+        for f in a.out:
+            old = json.loads((C.RESULTS / f).read_text())
+            a.dampings = old["params"]["dampings"]
+            write(a, old["sizes"], old["params"]["prior_nnz"], f, keep=old)
+        return
     # compile outside the timings
     ptr = np.array([0, 1, 2]); nbr = np.array([1, 0], dtype=np.int32)
     ppr_push_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, TOPK)
@@ -374,10 +375,28 @@ def main():
             write(a, sizes[i], a.prior_nnz[i], a.out[i])
 
 
-def write(a, sizes, prior_nnz, out):
+def set_default(b, D, m, nnz, a):
+    """The default options' solver (``config.ppr_solver`` for ppr="auto", read now) and its
+    speedups, into one size's entry ``b`` for damping D."""
+    res = b["solvers"]
+    default = a.default_solver if a.default_solver != "auto" else (
+        "ours_local_push" if config.ppr_solver(D, m, nnz) == "push" else "ours_power_topk")
+    pr, pt = res["igraph_prpack"], res[default]["solve_ms"]
+    b["default_solver"] = default
+    b["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
+    b["default_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[default]["solve_cpu_ms"]
+    b["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
+    if "scipy_power" in res:
+        b["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
+    return default
+
+
+def write(a, sizes, prior_nnz, out, keep=None):
     summ = {}
     for D in a.dampings:
         k = f"{D:g}"
+        for s in sizes.values():  # the rule as the code now states it
+            set_default(s["by_damping"][k], D, s["n_nodes"], s["prior_nnz"], a)
         by = lambda key: {n: s["by_damping"][k][key] for n, s in sizes.items()}  # noqa: E731
         sp_ = by("default_vs_prpack_speedup")
         spb = by("default_vs_prpack_build_plus_solve_speedup")
@@ -404,10 +423,16 @@ def write(a, sizes, prior_nnz, out):
             x = by(f"{name}_vs_prpack_cpu_speedup")
             summ[k][f"{name}_vs_prpack_cpu_speedup_by_size"] = x
             summ[k][f"{name}_vs_prpack_cpu_speedup_median"] = float(np.median(list(x.values())))
-    C.write_result(out, {
-        "params": dict(vars(a), prior_nnz=prior_nnz, out=out, prior_nnz_of_run=a.prior_nnz, out_of_run=a.out), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ,
-    })
+    data = {
+        "params": dict(vars(a), prior_nnz=prior_nnz, out=out, prior_nnz_of_run=a.prior_nnz, out_of_run=a.out),
+        "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ}
+    if keep is not None:  # --resummarize: the measurements' command, machine and params stay
+        data.update(command=keep["command"], machine=keep["machine"], params=keep["params"],
+                    summary_command=C.command(), summary_git=C.git_state(),
+                    summary_rule={"PUSH_MIN_CHUNKS": config.PUSH_MIN_CHUNKS,
+                                  "PUSH_MAX_FRACTION": config.PUSH_MAX_FRACTION})
+    C.write_result(out, data)
 
 
 if __name__ == "__main__":

@@ -230,14 +230,20 @@ class AnnParams:
 #: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
 #: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
 #: them, else the power iteration. Measured single-threaded, both solvers on the same
-#: graphs and priors, same certified top-8 (benchmarks/results/ppr.json: 300-chunk prior;
-#: ppr_dense_prior.json: prior on every chunk, as a query's prior over C_q is): push loses
-#: at 1k chunks at every damping and with a prior on every chunk at every size; it wins
-#: with a 300-chunk prior from 10k chunks (3 %) at d <= 0.5 and from 100k (0.3 %) at
-#: d = 0.85. So a 2Wiki query (|C_q| ~ 50, prior on all of it) always runs power.
-PUSH_MIN_CHUNKS = 10_000
+#: graphs and priors in one run, both with the exact solve's top-8 in order
+#: (``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --repeats 5
+#: --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json``, CPU time, load ~16-22):
+#: with a prior on every chunk (as a query's prior over C_q is) push loses at every size
+#: and damping (1k-100k: 1.2-18x slower); with 300 prior chunks it loses at 1,009 chunks
+#: (d .85 / .5 / .2: 3.39 vs 0.17, 0.26 vs 0.085, 0.054 vs 0.033 ms) and at 9,969 chunks
+#: with d = .85 (7.9 vs 2.9 ms), and wins at 9,969 chunks (3.0 %) with d = .5 / .2 (0.37 vs
+#: 1.05, 0.12 vs 0.54 ms) and at 99,658 chunks (0.30 %) at every damping (1.3 vs 108,
+#: 1.3 vs 24, 0.37 vs 6.6 ms). The thresholds are those measured winning points; between
+#: them and the losing ones the crossover is not measured. A 2Wiki query (|C_q| ~ 50, the
+#: whole corpus 6,119 chunks) therefore always runs power.
+PUSH_MIN_CHUNKS = 9_969
 #: (largest damping, largest prior support / chunks) pairs, by increasing damping
-PUSH_MAX_FRACTION = ((0.5, 0.03), (1.0, 0.003))
+PUSH_MAX_FRACTION = ((0.5, 300 / 9_969), (1.0, 300 / 99_658))
 
 
 def push_max_fraction(damping: float) -> float:

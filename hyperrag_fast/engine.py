@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hypergraph import Hypergraph
-from .config import PUSH_MIN_CHUNKS, StitchOptions, push_max_fraction
+from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, StitchOptions
 from .kernels import params as P
 from .kernels.layout import IndexArrays
 from .kernels.query import check_inputs, stitch_query
@@ -199,7 +199,9 @@ def kernel_params(o: StitchOptions) -> np.ndarray:
     p[P.GRAPH_WEIGHT] = _GRAPH_WEIGHTS[o.graph_weight]
     p[P.PPR] = _PPRS[o.ppr]
     p[P.TOL], p[P.MAX_ITER], p[P.TOPK] = o.tol, o.max_iter, o.top_k
-    p[P.PUSH_MIN_CHUNKS], p[P.PUSH_MAX_FRACTION] = PUSH_MIN_CHUNKS, push_max_fraction(o.damping)
+    # ppr="auto": the table of config.ppr_solver, read here (no config call on the query route)
+    p[P.PUSH_MIN_CHUNKS] = PUSH_MIN_CHUNKS
+    p[P.PUSH_MAX_FRACTION] = next((f for d_max, f in PUSH_MAX_FRACTION if o.damping <= d_max), 0.0)
     return p
 
 

@@ -208,12 +208,12 @@ def test_auto_ppr_runs_the_solver_of_the_rule(inst, opts):
     q, cn, cc = inst[4:]
     auto = opts.replace(ppr="auto")
     for min_chunks, frac, solver in ((0, 1.0, "push"), (10**9, 1.0, "power"), (0, -1.0, "power")):
-        old = E.PUSH_MIN_CHUNKS, E.push_max_fraction
-        E.PUSH_MIN_CHUNKS, E.push_max_fraction = min_chunks, (lambda d, f=frac: f)
+        old = E.PUSH_MIN_CHUNKS, E.PUSH_MAX_FRACTION
+        E.PUSH_MIN_CHUNKS, E.PUSH_MAX_FRACTION = min_chunks, ((1.0, frac),)
         try:
             a = eng.query(q, cn, cc, auto, detail=True)
         finally:
-            E.PUSH_MIN_CHUNKS, E.push_max_fraction = old
+            E.PUSH_MIN_CHUNKS, E.PUSH_MAX_FRACTION = old
         b = eng.query(q, cn, cc, opts.replace(ppr=solver), detail=True)
         np.testing.assert_array_equal(a.chunk_ids, b.chunk_ids)
         np.testing.assert_array_equal(a.cq_pi, b.cq_pi)
@@ -221,7 +221,12 @@ def test_auto_ppr_runs_the_solver_of_the_rule(inst, opts):
 
 
 def test_auto_rule_reads_the_measured_table():
-    from hyperrag_fast.config import PUSH_MIN_CHUNKS, ppr_solver, push_max_fraction
+    from hyperrag_fast.config import PUSH_MIN_CHUNKS, StitchOptions, ppr_solver, push_max_fraction
+    from hyperrag_fast.engine import kernel_params
+    from hyperrag_fast.kernels import params as P
+    for d in (0.0, 0.2, 0.5, 0.85, 0.99):  # the kernel's copy of the rule is config's
+        prm = kernel_params(StitchOptions(damping=d, ppr="auto"))
+        assert prm[P.PUSH_MIN_CHUNKS] == PUSH_MIN_CHUNKS and prm[P.PUSH_MAX_FRACTION] == push_max_fraction(d)
     assert ppr_solver(0.85, 50, 50) == "power"  # a query's C_q: prior on every chunk
     assert ppr_solver(0.2, PUSH_MIN_CHUNKS - 1, 1) == "power"
     for d in (0.2, 0.5, 0.85):
