@@ -142,6 +142,9 @@ def writer_lock(path: str | os.PathLike, timeout: float = 0,
         raise FileNotFoundError(f"no index directory at {path}")
     _check_replaceable(root)
     root.mkdir(parents=True, exist_ok=True)
+    if (root / LOCK).is_symlink():  # filelock opens it O_NOFOLLOW: ELOOP otherwise
+        raise IndexCorruptedError(f"{root / LOCK} is a symlink, not a lock file; refusing to "
+                                  f"follow it (remove it when no writer is running)")
     lock = filelock.FileLock(root / LOCK, is_singleton=True)
     try:
         lock.acquire(timeout=timeout)

@@ -37,6 +37,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -45,6 +46,7 @@ from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
 from .checksums import Verification
+from .manifest_schema import check_manifest
 from .texts import TEXTS, read_texts
 from .validate import check_finite, check_structure
 
@@ -144,16 +146,15 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
         raise IndexCorruptedError(f"{mf}: missing; {root} is not a saved index")
     try:
         manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise IndexCorruptedError(f"{mf}: unreadable manifest ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else e
+        raise IndexCorruptedError(f"{mf}: unreadable manifest ({why})") from None
     if not isinstance(manifest, dict) or "format_version" not in manifest:
         raise IndexCorruptedError(f"{mf}: manifest has no format_version")
     if manifest["format_version"] != FORMAT_VERSION:
         raise IndexMismatchError(f"{mf}: index format version {manifest['format_version']!r}, "
                                  f"this library reads version {FORMAT_VERSION}; rebuild the index")
-    for key in ("files", "counts", "embedder", "extractor", "merge"):
-        if key not in manifest:
-            raise IndexCorruptedError(f"{mf}: manifest lacks {key!r}")
+    check_manifest(manifest, mf)
     return manifest
 
 
@@ -190,8 +191,10 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
     def npy(rel: str) -> np.ndarray:
         try:
             return np.load(root / rel, mmap_mode=mode, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as e:
-            raise IndexCorruptedError(f"{root / rel}: unreadable array ({e})") from None
+        except (ValueError, OSError, EOFError, SyntaxError, TokenError, RecursionError) as e:
+            # a damaged header fails in numpy's header parser (tokenize / ast)
+            raise IndexCorruptedError(f"{root / rel}: unreadable array "
+                                      f"({type(e).__name__}: {str(e)[:120]})") from None
 
     arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
               if rel.startswith("arrays/") and rel.endswith(".npy")}
@@ -204,8 +207,8 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
     ann = {k: root / v for k, v in manifest.get("ann_files", {}).items()}
     try:
         lexical = json.loads((root / LEXICAL).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise IndexCorruptedError(f"{root / LEXICAL}: unreadable ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise IndexCorruptedError(f"{root / LEXICAL}: unreadable ({type(e).__name__})") from None
     s = StoredIndex(manifest, arrays, vectors, *texts, ann_files=ann, lexical=lexical)
     _check_counts(root, s)
     return s
