@@ -1,4 +1,4 @@
-"""How a ``hyperrag`` process ends (docs/architecture.md §11, "How the CLI fails").
+"""How a ``hyperrag`` process ends (docs/architecture.md §12, "How the CLI fails").
 
 * A known error (:func:`is_user_error`: the library's own error types, a bad argument, a
   missing file, an OS error with its path, a missing optional package) is one line on

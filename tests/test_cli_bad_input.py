@@ -1,7 +1,7 @@
 """Bad input never crashes the ``hyperrag`` process (issue 24, failures 5 and 6): each case
 is replayed in a real subprocess and must end with exit status 2 and exactly one line on
 stderr (no traceback); SIGINT exits 130 with one line, a closed pipe exits quietly
-(docs/architecture.md §11). The regex extractor and the hashing embedder keep it fast."""
+(docs/architecture.md §12). The regex extractor and the hashing embedder keep it fast."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""The offline default never touches the network (issue 24; docs/architecture.md §11):
+"""The offline default never touches the network (issue 24; docs/architecture.md §12):
 ``hyperrag demo`` (which indexes) and ``hyperrag query --questions`` with the default
 extractor and embedder make no DNS query and open no IP connection (``strace -f``), and
 they work in a network namespace with no network at all (``unshare -n``). Each check is

@@ -36,6 +36,7 @@ from .metrics import KS, summarize
 from .report import write_markdown
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+CONTRACT_SPLITS = {"musique_dev": ("all", "dev")}  # the split written as quality-<dataset>.json
 _THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -292,7 +293,7 @@ def write_results(out: dict[str, Any], out_dir: Path,
                                          if k not in out["methods"]}, **out["methods"]}}
     text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
     _write_atomic(path, text)
-    if out["split"] == "test":  # the issue-5 results contract: quality-<dataset>.json
+    if out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",)):  # quality-<dataset>.json
         _write_atomic(out_dir / f"quality-{out['dataset']}.json", text)
     write_markdown(out, stem.with_suffix(".md"))
     for name, rows in (dumps or {}).items():
