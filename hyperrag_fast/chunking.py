@@ -219,7 +219,7 @@ class _ByteOffsets:
                     break
 
     def of(self, char: int) -> int:
-        return self.skip + len(self.text[:char].encode(self.codec, "surrogatepass"))
+        return self.skip + len(self.text[:char].encode(self.codec, "replace"))
 
     def escape(self, part: str, start: int, cp: int) -> str | None:
         """Where the unpaired escape of ``cp`` in ``part`` (at char ``start``) is."""

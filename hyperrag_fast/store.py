@@ -192,9 +192,10 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
         try:
             return np.load(root / rel, mmap_mode=mode, allow_pickle=False)
         except (ValueError, OSError, EOFError, SyntaxError, TokenError, RecursionError) as e:
-            # a damaged header fails in numpy's header parser (tokenize / ast)
-            raise IndexCorruptedError(f"{root / rel}: unreadable array "
-                                      f"({type(e).__name__}: {str(e)[:120]})") from None
+            # a damaged header fails in numpy's header parser (tokenize / ast); numpy's
+            # message quotes the header after a colon: never print file contents
+            raise IndexCorruptedError(f"{root / rel}: unreadable array ({type(e).__name__}: "
+                                      f"{str(e).split(':', 1)[0][:120]})") from None
 
     arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
               if rel.startswith("arrays/") and rel.endswith(".npy")}
