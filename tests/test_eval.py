@@ -248,6 +248,21 @@ def test_unknown_method_and_cli_error(data_dir, tmp_path, capsys):
     assert rc == 2 and "unknown method" in capsys.readouterr().err
 
 
+def test_the_harness_writes_only_where_told(data_dir, tmp_path, monkeypatch, capsys):
+    """No default output folder: without --out-dir the CLI refuses, and the library
+    function writes nothing (the committed benchmarks/results are never touched by default)."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with pytest.raises(SystemExit) as e:
+        eval_main(["--dataset", "2wikimultihopqa", "--split", "dev", "--data-dir", str(data_dir)])
+    assert e.value.code == 2 and "--out-dir" in capsys.readouterr().err
+    evaluate("2wikimultihopqa", "dev", ["dense"], data_dir=data_dir, progress=False,
+             cache_dir=tmp_path / "cache", extractor_factory=RegexExtractor,
+             embedder_factory=HashingEmbedder)
+    assert list(work.iterdir()) == []
+
+
 def test_twowiki_types_from_templates():
     from hyperrag_fast.eval.data import twowiki_type
     assert twowiki_type("Who died later, Charles Fechter or Félix De Blochausen?") == "comparison"
