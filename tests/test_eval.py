@@ -238,6 +238,7 @@ def test_hotpot_by_type(data_dir, tmp_path, fake_method):
     for k in ("recall@2", "recall@5", "recall@8", "latency_ms_p50", "latency_ms_p99"):
         assert 0 <= contract["methods"]["fixed"][k]
     assert not (tmp_path / "out" / "quality-2wikimultihopqa.json").exists()
+    assert not (tmp_path / "out" / "quality_hotpotqa_train_test.json").exists()  # one copy
 
 
 def test_unknown_method_and_cli_error(data_dir, tmp_path, capsys):

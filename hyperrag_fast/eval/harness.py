@@ -277,12 +277,14 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_results(out: dict[str, Any], out_dir: Path,
                   dumps: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """Write JSON + Markdown (for the test split also ``quality-<dataset>.json``, the
-    issue-5 results contract), keeping rows of other methods from an earlier run when it
-    used the same corpus, extractor and embedder. Returns the merged results."""
+    """Write JSON + Markdown (the test split's JSON is ``quality-<dataset>.json``, the
+    issue-5 results contract, and no second copy), keeping rows of other methods from an
+    earlier run when it used the same corpus, extractor and embedder. Returns the merged
+    results."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"quality_{out['dataset']}_{out['split']}"
-    path = stem.with_suffix(".json")
+    path = (out_dir / f"quality-{out['dataset']}.json" if out["split"] == "test"
+            else stem.with_suffix(".json"))
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         same = (old.get("extractor") == out["extractor"] and old.get("embedder") == out["embedder"]
@@ -292,8 +294,6 @@ def write_results(out: dict[str, Any], out_dir: Path,
                                          if k not in out["methods"]}, **out["methods"]}}
     text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
     _write_atomic(path, text)
-    if out["split"] == "test":  # the issue-5 results contract: quality-<dataset>.json
-        _write_atomic(out_dir / f"quality-{out['dataset']}.json", text)
     write_markdown(out, stem.with_suffix(".md"))
     for name, rows in (dumps or {}).items():
         with open(f"{stem}_{name}_topk.jsonl", "w", encoding="utf-8") as f:
