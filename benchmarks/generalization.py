@@ -1,7 +1,7 @@
 """Out-of-sample figures in one file: ``results/generalization.json`` (issue 15 contract).
 
     python benchmarks/generalization.py \
-        --search results/quality15/quality_search_minilm_local_title.json
+        --search benchmarks/experiments/results/quality_search/quality_search_minilm_local_title.json
 
 Reads, never recomputes: the pairwise search (``quality_search.py``: the setting selected
 on 2Wiki dev, scored on the HotpotQA sample and 2Wiki test; the setting selected on

@@ -262,6 +262,27 @@ def states_2wiki() -> str:
     return f"the {t['states']:,} states of 2Wiki share {t['distinct_state_descriptions']:,}"
 
 
+def _command(d: dict[str, Any]) -> str | None:
+    c = d.get("command") or (d.get("run") or {}).get("command")
+    if c is None and isinstance(d.get("sources"), dict):
+        return "python benchmarks/speed_report.py (from the files in `sources`)"
+    if c is None and "corpora" in d:
+        return "python benchmarks/bench_index_build.py ... (one command per section, in `run`)"
+    return c
+
+
+@figure
+def results_table() -> str:
+    """One row per current result file: its command, commit and load at the start."""
+    rows = ["", "| file | command | commit | load |", "|---|---|---|---|"]
+    for path in sorted(RESULTS.rglob("*.json")):
+        d = json.loads(path.read_text(encoding="utf-8"))
+        cmd = _command(d) or "not recorded"
+        rows.append(f"| `{path.relative_to(RESULTS)}` | `{cmd}` | {commit(d)} | "
+                    f"{load_avg(d).removeprefix('load ')} |")
+    return "\n".join(rows) + "\n"
+
+
 # ------------------------------------------------------------------ rewrite / check
 def render(text: str) -> str:
     def sub(m: re.Match) -> str:

@@ -1,7 +1,7 @@
 """Offline embedders side by side on the same texts: throughput of a build's texts
 (passages and their sentences) and of single questions, in one run, alternating.
 
-    python benchmarks/bench_embedders.py --passages 300 --out benchmarks/results/embedders_ab.json
+    python benchmarks/experiments/bench_embedders.py --passages 300 --out benchmarks/experiments/results/embedders_ab.json
 
 Texts: the first ``--passages`` 2WikiMultiHopQA passages and their sentences (split on
 ". "), as a build embeds them (passages, then sentences: the node descriptions); each
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 m.embed([q])
                 runs[k]["query_ms"].append((time.perf_counter() - t0) * 1e3)
-    out = {"command": "python benchmarks/bench_embedders.py " + " ".join(argv or sys.argv[1:]),
+    out = {"command": "python benchmarks/experiments/bench_embedders.py " + " ".join(argv or sys.argv[1:]),
            "git_commit": _git("rev-parse", "HEAD"), "machine": machine_info(),
            "n_passages": len(passages), "n_sentences": len(sentences),
            "models": {m.name: {"passages_per_s": float(np.median(r["passages"])),

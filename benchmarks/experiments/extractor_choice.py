@@ -1,9 +1,9 @@
 """Evidence for the offline NLP choice: dev-split Recall@k of the default `stitch` with the
 spaCy extractor (the default) against the dependency-free RegexExtractor, same embedder.
 
-    python benchmarks/extractor_choice.py
+    python benchmarks/experiments/extractor_choice.py
 
-Writes benchmarks/results/extractor_regex/quality_2wikimultihopqa_dev.{json,md} (the harness format);
+Writes benchmarks/experiments/results/extractor_regex/quality_2wikimultihopqa_dev.{json,md} (the harness format);
 compare with the spaCy rows in benchmarks/results/quality_2wikimultihopqa_dev.md.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ from hyperrag_fast.extract.offline import RegexExtractor
 
 def main() -> int:
     evaluate("2wikimultihopqa", "dev", ["dense", "stitch"], index_dir="indexes/2wiki_regex",
-             cache_dir="cache", out_dir=None if "--dry" in sys.argv else "benchmarks/results/extractor_regex",
+             cache_dir="cache", out_dir=None if "--dry" in sys.argv else "benchmarks/experiments/results/extractor_regex",
              extractor_factory=RegexExtractor, progress=False,
-             command="python benchmarks/extractor_choice.py")
+             command="python benchmarks/experiments/extractor_choice.py")
     return 0
 
 

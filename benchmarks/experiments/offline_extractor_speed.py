@@ -1,6 +1,6 @@
 """Offline extractor throughput and name-group sizes on 2WikiMultiHopQA (docs/architecture.md §2, §5).
 
-    python benchmarks/offline_extractor_speed.py [--sample 1000] [--out benchmarks/results/offline_extractor_speed.md]
+    python benchmarks/experiments/offline_extractor_speed.py [--sample 1000] [--out benchmarks/experiments/results/offline_extractor_speed.md]
 
 Speed: paragraphs/s (passage = title + "\\n" + text, one chunk each) on a fixed
 random sample, for n_process = 1 and 2 (model load excluded). Groups: over the
@@ -27,7 +27,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=CORPUS)
     ap.add_argument("--sample", type=int, default=1000)
-    ap.add_argument("--out", default="benchmarks/results/offline_extractor_speed.md")
+    ap.add_argument("--out", default="benchmarks/experiments/results/offline_extractor_speed.md")
     args = ap.parse_args()
     docs = load_documents(args.corpus).documents
     chunks = chunk_documents(docs, max_tokens=100_000)  # one chunk per passage
@@ -60,7 +60,7 @@ def main() -> None:
     lines = [
         "# Offline extractor speed and name-group sizes (2WikiMultiHopQA corpus)",
         "",
-        f"Command: `python benchmarks/offline_extractor_speed.py --sample {args.sample}`  ",
+        f"Command: `python benchmarks/experiments/offline_extractor_speed.py --sample {args.sample}`  ",
         f"Extractor: `{OfflineExtractor().name}` (spaCy senter + ner, docs/architecture.md §2)  ",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, 2 cores shared; "
         "passage = title + text as one chunk; the title line is not parsed (title = subject entity).",
