@@ -96,12 +96,15 @@ def answers_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hyperrag eval --answers",
                                 description="answer Contain-Acc / EM / F1 (and LLM-judge acc) "
                                             "of retrieval methods plus zero-shot")
-    p.add_argument("--dataset", choices=DATASETS, required=True)
-    p.add_argument("--split", choices=("dev", "test", "all"), required=True)
+    from .eval.gbench import SUBSETS
+    p.add_argument("--dataset", choices=DATASETS + tuple(SUBSETS), required=True)
+    p.add_argument("--split", choices=("dev", "test", "all"), default=None,
+                   help="required except for GraphRAG-Bench (graphrag_bench_*)")
     p.add_argument("--methods", default=f"dense,{TUNED.method}", help="comma-separated method names")
     p.add_argument("--no-zero-shot", action="store_true", help="skip the zero_shot row")
     p.add_argument("--limit", type=int, default=None, help="first N questions of the split")
-    p.add_argument("--top-k", type=int, default=TUNED.top_k)
+    p.add_argument("--top-k", type=int, default=None,
+                   help=f"passages per answer (default: {TUNED.top_k}; GraphRAG-Bench: 5)")
     p.add_argument("--max-context-chars", type=int, default=12_000)
     p.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     p.add_argument("--temperature", type=float, default=0.0)
@@ -124,6 +127,7 @@ def answers_parser() -> argparse.ArgumentParser:
 
 def answers_main(argv: Sequence[str], make_extractor) -> int:
     """Run :func:`~hyperrag_fast.eval.answers.evaluate_answers` and print the table."""
+    from .config import TUNED
     from .embed.registry import make_embedder
     from .eval.answers import evaluate_answers
     from .llm.client import LLMError
@@ -135,10 +139,15 @@ def answers_main(argv: Sequence[str], make_extractor) -> int:
         if a.judge_model:
             judge = make_client(a.judge_base_url or a.base_url, a.judge_model,
                                 a.judge_api_key or a.api_key, a.timeout)
+        from .eval.gbench import SUBSETS
+        if a.dataset in SUBSETS:
+            return _gbench_answers(a, client, judge, argv)
+        if a.split is None:
+            raise ValueError("--split is required for this dataset")
         out = evaluate_answers(
             a.dataset, a.split, [m.strip() for m in a.methods.split(",") if m.strip()],
             client, judge, data_dir=a.data_dir, index_dir=a.index_dir, cache_dir=a.cache_dir,
-            out_dir=a.out_dir, top_k=a.top_k, max_context_chars=a.max_context_chars,
+            out_dir=a.out_dir, top_k=a.top_k or TUNED.top_k, max_context_chars=a.max_context_chars,
             max_concurrency=a.concurrency, limit=a.limit, zero_shot=not a.no_zero_shot,
             temperature=a.temperature, progress=not a.quiet,
             extractor_factory=lambda: make_extractor(a.extractor),
@@ -154,6 +163,24 @@ def answers_main(argv: Sequence[str], make_extractor) -> int:
         print(f"{name:>16}  Contain {f(r['contain_acc'])}  EM {f(r['em'])}  F1 {f(r['f1'])}"
               f"{judge_s}  answered {r['n_answered']}  skipped {r['n_skipped']}  "
               f"tokens {json.dumps(r['usage'])}")
+    return 0
+
+
+def _gbench_answers(a, client, judge, argv) -> int:
+    """GraphRAG-Bench answer accuracy (statement F1, answer similarity) per method."""
+    from .embed.registry import make_embedder
+    from .eval.gbench_answers import evaluate_gbench_answers
+    top_k = a.top_k or 5
+    out = evaluate_gbench_answers(
+        a.dataset, [m.strip() for m in a.methods.split(",") if m.strip()], client, judge,
+        index_dir=a.index_dir, cache_dir=a.cache_dir, data_dir=a.data_dir, out_dir=a.out_dir,
+        top_k=top_k, limit=a.limit, max_concurrency=a.concurrency, progress=not a.quiet,
+        embedder_factory=lambda: make_embedder(a.embedder),
+        command=" ".join(["hyperrag eval --answers", *_redact(argv)]))
+    for name, r in out["methods"].items():
+        f1, sim = r["statement_f1"]["all"], r["answer_similarity"]["all"]
+        print(f"{name:>16}  statement F1 {f1 if f1 is None else round(f1, 3)}  "
+              f"similarity {sim if sim is None else round(sim, 3)}")
     return 0
 
 

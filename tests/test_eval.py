@@ -55,6 +55,17 @@ def write_fake_data(root):
            "level": "hard", "context": [["Gamma", hc["Gamma"]], ["Alpha", hc["Alpha"]]]}]
     (h / "corpus.json").write_text(json.dumps(hc))
     (h / "questions.json").write_text(json.dumps(hq))
+    m = root / "musique_dev"
+    m.mkdir()
+    mc = [{"title": "Page", "text": "Page has a first paragraph."},
+          {"title": "Page", "text": "Page has a second paragraph."},  # a title repeats
+          {"title": "Other", "text": "Other is a place."}]
+    mq = [{"id": "2hop__1_2", "question": "Where is the page?", "answer": "SECRET-ANSWER",
+           "answer_aliases": [], "n_hops": 2, "gold_ids": [1, 2]},
+          {"id": "3hop__1_2_3", "question": "What else?", "answer": "SECRET-ANSWER",
+           "answer_aliases": [], "n_hops": 3, "gold_ids": [0, 1, 2]}]
+    (m / "corpus.json").write_text(json.dumps(mc))
+    (m / "questions.json").write_text(json.dumps(mq))
     return root
 
 
@@ -147,6 +158,24 @@ def test_hotpot_loader_keeps_whitespace_and_types(data_dir):
     assert ds.labels[0].gold == {"Alpha\nAlpha is a town. It lies on a river.",
                                  "Beta\nBeta is a river. It is long. "}
     assert [lab.qtype for lab in ds.labels] == ["bridge", "comparison"]
+
+
+def test_musique_loader_repeated_titles_and_hops(data_dir, tmp_path, fake_method):
+    ds = D.load_dataset("musique_dev", "all", data_dir)
+    assert ds.passages == ["Page\nPage has a first paragraph.", "Page\nPage has a second paragraph.",
+                           "Other\nOther is a place."]
+    assert [c.title for c in ds.chunks] == ["Page", "Page", "Other"]  # the page title, repeated
+    assert len({c.chunk_id for c in ds.chunks}) == 3
+    assert ds.labels[0].gold == {ds.passages[1], ds.passages[2]}
+    assert [lab.qtype for lab in ds.labels] == ["2hop", "3hop"]
+    assert D.load_dataset("musique_dev", "dev", data_dir).questions == ds.questions
+    with pytest.raises(ValueError, match="split"):
+        D.load_dataset("musique_dev", "test", data_dir)
+    out = _run(data_dir, tmp_path, ["fixed"], split="all", dataset="musique_dev")
+    row = out["methods"]["fixed"]  # rows 0..2 = all three passages
+    assert row["recall@2"] == pytest.approx((0.5 + 2 / 3) / 2) and set(row["by_type"]) == {"2hop", "3hop"}
+    contract = json.loads((tmp_path / "out" / "quality-musique_dev.json").read_text())
+    assert contract["dataset"] == "musique_dev" and contract["embedder"] == HashingEmbedder().name
 
 
 def test_splits(data_dir):

@@ -20,8 +20,9 @@ from typing import Any, Sequence
 from ..chunking import Document, chunk_id, chunk_passage, word_spans
 from ..records import Chunk
 
-DATASETS = ("2wikimultihopqa", "hotpotqa_train")
-SPLITS = {"2wikimultihopqa": ("dev", "test", "all"), "hotpotqa_train": ("test", "all")}
+DATASETS = ("2wikimultihopqa", "hotpotqa_train", "musique_dev")
+SPLITS = {"2wikimultihopqa": ("dev", "test", "all"), "hotpotqa_train": ("test", "all"),
+          "musique_dev": ("dev", "all")}
 DEV_SIZE_2WIKI = 200  # data README: dev = the first 200 questions in file order
 ENV_VAR = "HYPERRAG_DATA_DIR"
 
@@ -130,7 +131,7 @@ def _documents(pairs: list[tuple[str, str]], where: Path) -> list[Document]:
 def _split(name: str, split: str, n: int) -> slice:
     if split not in SPLITS[name]:
         raise ValueError(f"unknown split {split!r} for {name}; choose from {SPLITS[name]}")
-    if split == "all" or name == "hotpotqa_train":  # HotpotQA: test = all (too small to tune on)
+    if split == "all" or name != "2wikimultihopqa":  # HotpotQA: test = all; MuSiQue: dev = all
         return slice(0, n)
     if n <= DEV_SIZE_2WIKI:
         raise ValueError(f"{name} has {n} questions: too few for a dev/test split")
@@ -203,9 +204,36 @@ def load_hotpotqa(root: Path, split: str) -> Dataset:
     return Dataset("hotpotqa_train", split, docs, chunks, qs, labels)
 
 
+def load_musique(root: Path, split: str) -> Dataset:
+    """MuSiQue dev sample: corpus list of {title, text} whose titles repeat (several
+    paragraphs of one page); gold = the passages at ``gold_ids``; type = ``"<n>hop"``.
+    Each record is its own document (``doc_id`` = its corpus index) with its page title."""
+    d = root / "musique_dev"
+    corpus = _read_json(d / "corpus.json")
+    docs = [Document(str(i), p["title"], p["text"]) for i, p in enumerate(corpus)]
+    passages = [doc.title + "\n" + doc.text for doc in docs]
+    if len(set(passages)) != len(passages):
+        raise ValueError(f"{d}: (title, text) pairs are not unique")
+    recs = _read_json(d / "questions.json")
+    recs = recs[_split("musique_dev", split, len(recs))]
+    qs, labels = [], []
+    for r in recs:
+        if any(not 0 <= i < len(docs) for i in r["gold_ids"]):
+            raise ValueError(f"{d}: question {r['id']!r}: gold ids outside the corpus")
+        qs.append(Question(str(r["id"]), r["question"]))
+        labels.append(Label(frozenset(passages[i] for i in r["gold_ids"]), f"{r['n_hops']}hop"))
+    chunks = _make_chunks(docs)
+    _check_gold(labels, qs, set(passages), d)
+    return Dataset("musique_dev", split, docs, chunks, qs, labels)
+
+
+_LOADERS = {"2wikimultihopqa": load_2wiki, "hotpotqa_train": load_hotpotqa,
+            "musique_dev": load_musique}
+
+
 def load_dataset(name: str, split: str, data_dir: str | os.PathLike | None = None) -> Dataset:
     """Load ``name`` (one of :data:`DATASETS`) restricted to ``split``."""
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose from {DATASETS}")
     root = resolve_data_dir(data_dir)
-    return (load_2wiki if name == "2wikimultihopqa" else load_hotpotqa)(root, split)
+    return _LOADERS[name](root, split)

@@ -36,6 +36,7 @@ from .metrics import KS, summarize
 from .report import write_markdown
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+CONTRACT_SPLITS = {"musique_dev": ("all", "dev")}  # the split written as quality-<dataset>.json
 _THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -277,14 +278,14 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_results(out: dict[str, Any], out_dir: Path,
                   dumps: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """Write JSON + Markdown (the test split's JSON is ``quality-<dataset>.json``, the
-    issue-5 results contract, and no second copy), keeping rows of other methods from an
+    """Write JSON + Markdown (the contract split's JSON, the test split's unless
+    ``CONTRACT_SPLITS`` names another, is ``quality-<dataset>.json`` and no second copy), keeping rows of other methods from an
     earlier run when it used the same corpus, extractor and embedder. Returns the merged
     results."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"quality_{out['dataset']}_{out['split']}"
-    path = (out_dir / f"quality-{out['dataset']}.json" if out["split"] == "test"
-            else stem.with_suffix(".json"))
+    contract = out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",))
+    path = out_dir / f"quality-{out['dataset']}.json" if contract else stem.with_suffix(".json")
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         same = (old.get("extractor") == out["extractor"] and old.get("embedder") == out["embedder"]

@@ -1,0 +1,369 @@
+"""``hyperrag serve`` under load (issue 25): the server as a subprocess on loopback, driven
+over HTTP by a bounded closed-loop load generator (threads, one keep-alive connection
+each) with the 2Wiki questions.
+
+Phases (``--phases``, each merged into the result file, so they may run at different
+times: the latency steps when the machine is quietest, the soak under nice):
+
+* ``steps``: 1, 2, 4, 8, 16 concurrent clients, each step bounded by ``--step-requests``
+  and ``--step-seconds``: throughput, p50/p95/p99 of accepted requests, errors, shed
+  (503), the server's RSS;
+* ``soak``: ``--soak-queries`` (>= 100,000) at ``--soak-clients``: RSS at 10k vs the end;
+* ``publish``: ``--publishes`` ``hyperrag add`` runs (5 HotpotQA passages each, titles not
+  in the index) against a copy of the index (``--publish-index``; made from ``--index``
+  if absent, the shared index is never written) while ``--publish-clients`` query it:
+  failed requests, and publish -> first answer from the new generation;
+* ``ready``: start -> ``/readyz`` 200 on a warm Numba cache (``--ready-runs``, median).
+
+    python benchmarks/bench_serve.py --index indexes/2wiki_minilm \
+        --publish-index indexes/serve_2wiki --data-dir ../shared/data
+
+Results: ``benchmarks/results/serve.json`` (contract keys of issue 25, plus the details).
+End-to-end latency is the client's: request written -> response read.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, command, git_state, machine, pct  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------------ the server
+class Server:
+    """``hyperrag serve INDEX --port 0`` as a subprocess (same entry as the console script)."""
+
+    def __init__(self, index: str, log: Path, extra: list[str] = ()) -> None:
+        self.port_file = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "port"
+        self.log = open(log, "a")
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hyperrag_fast.cli", "serve", index, "--port", "0",
+             "--port-file", str(self.port_file), "--log-level", "info", *extra],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.port = None
+
+    def wait_ready(self, deadline: float = 300.0) -> float:
+        """Seconds from spawn to the first /readyz 200 (polled every 10 ms)."""
+        while time.perf_counter() - self.t0 < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log.name}")
+            if self.port is None and self.port_file.is_file():
+                txt = self.port_file.read_text().strip()
+                self.port = int(txt) if txt else None
+            if self.port is not None:
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                    c.request("GET", "/readyz")
+                    if c.getresponse().status == 200:
+                        return time.perf_counter() - self.t0
+                except OSError:
+                    pass
+            time.sleep(0.01)
+        raise TimeoutError("server not ready")
+
+    def rss_mb(self) -> tuple[float, float]:
+        """(RSS, anonymous RSS) in MB, from /proc (file-backed index pages are in RSS)."""
+        vals = {}
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith(("VmRSS", "RssAnon")):
+                k, v = line.split(":")
+                vals[k] = int(v.split()[0]) / 1024
+        return round(vals["VmRSS"], 1), round(vals.get("RssAnon", 0.0), 1)
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.log.close()
+            shutil.rmtree(self.port_file.parent, ignore_errors=True)
+
+
+# ------------------------------------------------------------------- load generator
+class Load:
+    """``clients`` threads, each a closed loop over one keep-alive connection, until
+    ``requests`` answers in total or ``seconds`` pass; 503s back off ``backoff`` s."""
+
+    def __init__(self, port: int, questions: list[str], clients: int, requests: int,
+                 seconds: float, backoff: float, start_at: int = 0, keep_records=False) -> None:
+        self.port, self.qs, self.clients = port, questions, clients
+        self.requests, self.seconds, self.backoff = requests, seconds, backoff
+        self._start = start_at
+        self._next = itertools.count(start_at)
+        self._lock = threading.Lock()
+        self.lat_ok: list[float] = []
+        self.status: dict[str, int] = {}
+        self.records: list[tuple[float, float, str]] | None = [] if keep_records else None
+        self.done = 0
+        self.stop = threading.Event()
+
+    def _client(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        end = self.t0 + self.seconds
+        while not self.stop.is_set() and time.perf_counter() < end:
+            if self.done >= self.requests:  # the bound counts answered requests
+                break
+            i = next(self._next)
+            body = json.dumps({"query": self.qs[i % len(self.qs)], "include_text": False})
+            t = time.perf_counter()
+            try:
+                conn.request("POST", "/v1/query", body, {"Content-Type": "application/json"})
+                r = conn.getresponse()
+                data = r.read()
+                status = str(r.status)
+            except (OSError, http.client.HTTPException) as e:
+                status = type(e).__name__
+                data = b""
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            t1 = time.perf_counter()
+            with self._lock:
+                self.status[status] = self.status.get(status, 0) + 1
+                if status == "200":
+                    self.lat_ok.append(t1 - t)
+                    self.done += 1
+                    if self.records is not None:
+                        self.records.append((t, t1, json.loads(data)["generation"]))
+            if status == "503":
+                time.sleep(self.backoff)
+        conn.close()
+
+    def run(self) -> dict:
+        self.t0 = time.perf_counter()
+        ts = [threading.Thread(target=self._client) for _ in range(self.clients)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        wall = time.perf_counter() - self.t0
+        lat = np.asarray(self.lat_ok) * 1e3
+        shed = self.status.get("503", 0)
+        errors = sum(n for s, n in self.status.items() if s not in ("200", "503"))
+        return {"clients": self.clients, "requests": int(lat.size), "wall_s": round(wall, 2),
+                "throughput_qps": round(lat.size / wall, 1),
+                "p50_ms": round(pct(lat, 50), 2) if lat.size else None,
+                "p95_ms": round(pct(lat, 95), 2) if lat.size else None,
+                "p99_ms": round(pct(lat, 99), 2) if lat.size else None,
+                "max_ms": round(float(lat.max()), 2) if lat.size else None,
+                "errors": errors, "shed": shed, "statuses": dict(self.status)}
+
+
+def questions(data_dir: str) -> list[str]:
+    qs = json.loads((Path(data_dir) / "2wikimultihopqa" / "questions.json").read_text())
+    return [q["question"] for q in qs]
+
+
+def _load_avg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# ------------------------------------------------------------------------- phases
+def phase_steps(a, qs, logdir: Path) -> dict:
+    srv = Server(a.index, logdir / "steps.log")
+    try:
+        srv.wait_ready()
+        Load(srv.port, qs, 2, a.warmup_requests, 120, a.backoff).run()  # not counted
+        steps, rss = [], []
+        for n in a.clients:
+            load = _load_avg()
+            out = Load(srv.port, qs, n, a.step_requests, a.step_seconds, a.backoff,
+                       start_at=17 * n).run()
+            out["loadavg_before"] = load
+            out["rss_mb"], out["rss_anon_mb"] = srv.rss_mb()
+            rss.append(out["rss_mb"])
+            steps.append(out)
+            print(json.dumps(out), flush=True)
+        return {"steps": steps, "steps_rss_mb": rss, "steps_exit_code": srv.stop()}
+    finally:
+        if srv.proc.poll() is None:
+            srv.stop()
+
+
+def phase_soak(a, qs, logdir: Path) -> dict:
+    srv = Server(a.index, logdir / "soak.log")
+    try:
+        srv.wait_ready()
+        samples = []  # (queries done, rss, anon, t)
+        load = Load(srv.port, qs, a.soak_clients, a.soak_queries, 10 ** 6, a.backoff)
+        box = {}
+        th = threading.Thread(target=lambda: box.update(load.run()))
+        th.start()
+        t0, marks = time.perf_counter(), set()
+        while th.is_alive():
+            th.join(5.0)
+            r, anon = srv.rss_mb()
+            samples.append([load.done, r, anon, round(time.perf_counter() - t0, 1)])
+            k = load.done // 10_000
+            if k not in marks:
+                marks.add(k)
+                print(f"soak: {load.done} queries, RSS {r} MB (anon {anon})", flush=True)
+        end_rss, end_anon = srv.rss_mb()
+        at10 = next(s for s in samples if s[0] >= 10_000)
+        out = {"queries": box["requests"], "clients": a.soak_clients,
+               "rss_mb_start": at10[1], "rss_mb_end": end_rss,
+               "growth": round((end_rss - at10[1]) / at10[1], 4),
+               "rss_anon_mb_start": at10[2], "rss_anon_mb_end": end_anon,
+               "anon_growth": round((end_anon - at10[2]) / at10[2], 4),
+               "start_sample_at_queries": at10[0], "errors": box["errors"], "shed": box["shed"],
+               "throughput_qps": box["throughput_qps"], "p50_ms": box["p50_ms"],
+               "p99_ms": box["p99_ms"], "rss_samples": samples[::max(1, len(samples) // 200)],
+               "loadavg_end": _load_avg()}
+        out["exit_code"] = srv.stop()
+        return {"soak": out}
+    finally:
+        if srv.proc.poll() is None:
+            srv.stop()
+
+
+def _new_documents(data_dir: str, index_titles: set[str], n: int) -> list[dict]:
+    corpus = json.loads((Path(data_dir) / "hotpotqa_train" / "corpus.json").read_text())
+    docs = [{"id": t, "title": t, "text": "".join(s)} for t, s in corpus.items()
+            if t not in index_titles and "".join(s).strip()]
+    return docs[:n]
+
+
+def phase_publish(a, qs, logdir: Path) -> dict:
+    target = Path(a.publish_index)
+    if not target.exists():
+        shutil.copytree(a.index, target)  # the shared index itself is never written
+    corpus = json.loads((Path(a.data_dir) / "2wikimultihopqa" / "corpus.json").read_text())
+    docs = _new_documents(a.data_dir, {p["title"] for p in corpus}, 5 * a.publishes)
+    srv = Server(str(target), logdir / "publish.log")
+    work = Path(tempfile.mkdtemp(prefix="bench-publish-"))
+    try:
+        srv.wait_ready()
+        load = Load(srv.port, qs, a.publish_clients, 10 ** 9, 10 ** 6, a.backoff,
+                    keep_records=True)
+        th = threading.Thread(target=load.run)
+        th.start()
+        time.sleep(3.0)  # steady load before the first publish
+        pubs = []
+        cur = target / "CURRENT"
+        for i in range(a.publishes):
+            src = work / f"add{i}.json"
+            src.write_text(json.dumps(docs[5 * i:5 * i + 5]))
+            before = cur.read_text().strip()
+            t_start = time.perf_counter()
+            p = subprocess.Popen([sys.executable, "-m", "hyperrag_fast.cli", "add", str(target),
+                                  str(src), "--quiet", "--json"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            t_pub = None
+            while t_pub is None:  # CURRENT replaced = the publish (the commit point)
+                now = cur.read_text().strip()
+                if now != before:
+                    t_pub = time.perf_counter()
+                elif p.poll() is not None and cur.read_text().strip() == before:
+                    raise RuntimeError(f"hyperrag add failed: {p.stderr.read()[-500:]}")
+                else:
+                    time.sleep(0.005)
+            out, err = p.communicate(timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"hyperrag add exited {p.returncode}: {err[-500:]}")
+            deadline = time.perf_counter() + 60
+            first = None
+            while first is None and time.perf_counter() < deadline:
+                with load._lock:
+                    first = next((t1 for t0, t1, g in load.records if g == now and t1 >= t_pub),
+                                 None)
+                time.sleep(0.01)
+            pubs.append({"generation": now, "add_s": round(t_pub - t_start, 2),
+                         "switch_s": None if first is None else round(first - t_pub, 3)})
+            print(json.dumps(pubs[-1]), flush=True)
+            time.sleep(2.0)
+        load.stop.set()
+        th.join()
+        statuses = dict(load.status)
+        failed = sum(n for s, n in statuses.items() if s != "200")
+        lat = np.asarray(load.lat_ok) * 1e3
+        switch = [p["switch_s"] for p in pubs]
+        return {"publishes": {
+            "count": len(pubs), "failed_requests": failed,
+            "switch_s_max": None if None in switch else max(switch),
+            "requests": int(lat.size), "statuses": statuses, "clients": a.publish_clients,
+            "p50_ms": round(pct(lat, 50), 2), "p99_ms": round(pct(lat, 99), 2),
+            "each": pubs, "exit_code": srv.stop()}}
+    finally:
+        if srv.proc.poll() is None:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def phase_ready(a, qs, logdir: Path) -> dict:
+    runs = []
+    for i in range(a.ready_runs + 1):  # the first run warms the caches, not counted
+        srv = Server(a.index, logdir / "ready.log")
+        try:
+            s = srv.wait_ready()
+        finally:
+            srv.stop()
+        if i:
+            runs.append(round(s, 3))
+    return {"ready_s": float(np.median(runs)), "ready_runs_s": runs}
+
+
+PHASES = {"steps": phase_steps, "soak": phase_soak, "publish": phase_publish, "ready": phase_ready}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--index", default="indexes/2wiki_minilm")
+    p.add_argument("--publish-index", default="indexes/serve_2wiki",
+                   help="copy of --index the publish phase writes to (made if absent)")
+    p.add_argument("--data-dir", default="../shared/data")
+    p.add_argument("--phases", default="ready,steps,publish,soak")
+    p.add_argument("--clients", default="1,2,4,8,16")
+    p.add_argument("--step-requests", type=int, default=3000)
+    p.add_argument("--step-seconds", type=float, default=60.0)
+    p.add_argument("--warmup-requests", type=int, default=300)
+    p.add_argument("--backoff", type=float, default=0.05, help="seconds a client waits after a 503")
+    p.add_argument("--soak-queries", type=int, default=100_000)
+    p.add_argument("--soak-clients", type=int, default=2)
+    p.add_argument("--publishes", type=int, default=5)
+    p.add_argument("--publish-clients", type=int, default=2)
+    p.add_argument("--ready-runs", type=int, default=3)
+    p.add_argument("--log-dir", default=None, help="server logs (default: a temp folder)")
+    p.add_argument("--out", default=str(RESULTS / "serve.json"))
+    a = p.parse_args(argv)
+    a.clients = [int(x) for x in a.clients.split(",")]
+    logdir = Path(a.log_dir or tempfile.mkdtemp(prefix="bench-serve-logs-"))
+    logdir.mkdir(parents=True, exist_ok=True)
+    qs = questions(a.data_dir)
+    out_path = Path(a.out)
+    res = json.loads(out_path.read_text()) if out_path.is_file() else {}
+    res.update({"command": command(), "machine": machine(), "index": a.index})
+    runs = res.setdefault("runs", {})
+    for name in a.phases.split(","):
+        t = time.time()
+        load = _load_avg()
+        got = PHASES[name](a, qs, logdir)
+        res.update(got)
+        runs[name] = {"command": command(), "commit": (git_state() or {}).get("commit"),
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
+                      "s": round(time.time() - t, 1), "loadavg_start": load,
+                      "loadavg_end": _load_avg()}
+        out_path.write_text(json.dumps(res, indent=2) + "\n")
+        print(f"{name}: wrote {out_path}", flush=True)
+    print(f"server logs in {logdir}")
+
+
+if __name__ == "__main__":
+    main()
