@@ -238,6 +238,32 @@ def embedders() -> str:
             f"{under(dt['methods']['stitch'].get('options'))})")
 
 
+def md_row(text: str, first: str) -> list[str]:
+    """The cells of the Markdown table row whose first cell is ``first``."""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == first:
+            return cells
+    raise KeyError(first)
+
+
+@figure
+def extractor_speed() -> str:
+    md = (ROOT / "benchmarks/experiments/results/offline_extractor_speed.md").read_text(encoding="utf-8")
+    one, two = md_row(md, "1"), md_row(md, "2")
+    whole = re.search(r"Whole corpus \((\d+) passages, n_process=2\): (\d+) s", md)
+    return (f"Measured on {int(one[1]):,} 2Wiki passages on this 2-core machine: "
+            f"{float(one[3]):.0f} paragraphs/s (1 process), {float(two[3]):.0f}/s (2 processes); "
+            f"the whole {int(whole[1]):,}-passage corpus extracts in {whole[2]} s")
+
+
+@figure
+def embedder_agreement() -> str:
+    md = (ROOT / "benchmarks/experiments/results/embedder_agreement.md").read_text(encoding="utf-8")
+    n = re.search(r"Sample: (\d+) ", md)[1]
+    return f"Mean cosine to the torch reference {md_row(md, 'mean')[1]} over {n} corpus passages"
+
+
 @figure
 def embedder_speed() -> str:
     d = load("../experiments/results/embedders_ab.json")
