@@ -279,7 +279,7 @@ def pooled() -> str:
     t, p = d["options"]["text"]["recall"], d["options"]["pooled"]["recall"]
     return (f"dev `stitch` R@5 {r3(p['stitch']['recall@5'])} vs {r3(t['stitch']['recall@5'])}, "
             f"dense {r3(p['dense']['recall@5'])} vs {r3(t['dense']['recall@5'])} at {commit(d)}, "
-            f"under the preset of that time")
+            f"(its query options not recorded)")
 
 
 @figure
