@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, command, git_state, machine, pct  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+MARK = ".bench_serve_copy"  # marks the publish phase's own copy of the index
 
 
 # ------------------------------------------------------------------------ the server
@@ -78,6 +79,11 @@ class Server:
             time.sleep(0.01)
         raise TimeoutError("server not ready")
 
+    def cpu_s(self) -> float:
+        """User + system CPU seconds of the server so far (load-independent, unlike wall)."""
+        f = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return round((int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"), 2)
+
     def rss_mb(self) -> tuple[float, float]:
         """(RSS, anonymous RSS) in MB, from /proc (file-backed index pages are in RSS)."""
         vals = {}
@@ -104,8 +110,9 @@ class Load:
     ``requests`` answers in total or ``seconds`` pass; 503s back off ``backoff`` s."""
 
     def __init__(self, port: int, questions: list[str], clients: int, requests: int,
-                 seconds: float, backoff: float, start_at: int = 0, keep_records=False) -> None:
-        self.port, self.qs, self.clients = port, questions, clients
+                 seconds: float, backoff: float, start_at: int = 0, keep_records=False,
+                 batch: int = 1) -> None:
+        self.port, self.qs, self.clients, self.batch = port, questions, clients, batch
         self.requests, self.seconds, self.backoff = requests, seconds, backoff
         self._start = start_at
         self._next = itertools.count(start_at)
@@ -123,7 +130,9 @@ class Load:
             if self.done >= self.requests:  # the bound counts answered requests
                 break
             i = next(self._next)
-            body = json.dumps({"query": self.qs[i % len(self.qs)], "include_text": False})
+            q = (self.qs[i % len(self.qs)] if self.batch == 1 else
+                 [self.qs[(i * self.batch + k) % len(self.qs)] for k in range(self.batch)])
+            body = json.dumps({"query": q, "include_text": False})
             t = time.perf_counter()
             try:
                 conn.request("POST", "/v1/query", body, {"Content-Type": "application/json"})
@@ -140,7 +149,7 @@ class Load:
                 self.status[status] = self.status.get(status, 0) + 1
                 if status == "200":
                     self.lat_ok.append(t1 - t)
-                    self.done += 1
+                    self.done += self.batch
                     if self.records is not None:
                         self.records.append((t, t1, json.loads(data)["generation"]))
             if status == "503":
@@ -159,12 +168,48 @@ class Load:
         shed = self.status.get("503", 0)
         errors = sum(n for s, n in self.status.items() if s not in ("200", "503"))
         return {"clients": self.clients, "requests": int(lat.size), "wall_s": round(wall, 2),
-                "throughput_qps": round(lat.size / wall, 1),
+                "throughput_qps": round(lat.size / wall, 1), "queries": self.done,
+                "batch": self.batch,
                 "p50_ms": round(pct(lat, 50), 2) if lat.size else None,
                 "p95_ms": round(pct(lat, 95), 2) if lat.size else None,
                 "p99_ms": round(pct(lat, 99), 2) if lat.size else None,
                 "max_ms": round(float(lat.max()), 2) if lat.size else None,
                 "errors": errors, "shed": shed, "statuses": dict(self.status)}
+
+
+#: where a profiled sample's time goes: the first category (in this order) whose pattern
+#: a frame of its stack contains
+CATEGORIES = (
+    ("embed (onnxruntime, 1 intra-op thread)", ("onnxruntime", "onnx_encoder", "tokenizers")),
+    ("graph stage (engine.py + kernels)", ("engine.py", "kernels/")),
+    ("candidates (ann.py, usearch)", ("ann.py", "usearch")),
+    ("question lookups + BM25 (lexical.py)", ("lexical.py",)),
+    ("rest of the retrieval (methods, retriever, texts)", ("methods/", "retriever.py", "texts.py")),
+    ("server routes, options, JSON (serve/, pydantic)", ("serve/app.py", "serve/options.py",
+                                                          "pydantic", "json/")),
+    ("HTTP + event loop + pool hand-off (uvicorn, starlette, asyncio, futures)",
+     ("uvicorn", "starlette", "fastapi", "asyncio", "concurrent/futures", "threading.py")),
+)
+
+
+def profile_summary(raw: Path) -> dict:
+    """Shares of py-spy samples (active threads) by :data:`CATEGORIES`, and the top frames."""
+    cats: dict[str, int] = {}
+    own: dict[str, int] = {}
+    n = 0
+    for line in raw.read_text().splitlines():
+        stack, _, c = line.rpartition(" ")
+        c = int(c)
+        n += c
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + c
+        name = next((label for label, pats in CATEGORIES
+                     if any(p in f for f in frames for p in pats)), "other")
+        cats[name] = cats.get(name, 0) + c
+    top = sorted(own.items(), key=lambda kv: -kv[1])[:12]
+    return {"samples": n, "share": {k: round(v / n, 3) for k, v in
+                                    sorted(cats.items(), key=lambda kv: -kv[1])},
+            "top_own_frames": [[f, round(c / n, 3)] for f, c in top]}
 
 
 def questions(data_dir: str) -> list[str]:
@@ -184,10 +229,22 @@ def phase_steps(a, qs, logdir: Path) -> dict:
         Load(srv.port, qs, 2, a.warmup_requests, 120, a.backoff).run()  # not counted
         steps, rss = [], []
         for n in a.clients:
-            load = _load_avg()
+            load, cpu = _load_avg(), srv.cpu_s()
+            spy = None
+            if n in a.profile_clients:
+                raw = logdir / f"profile_{n}.txt"
+                spy = subprocess.Popen([a.py_spy, "record", "-p", str(srv.proc.pid), "-d",
+                                        str(int(a.profile_seconds)), "-r", "100", "-f", "raw",
+                                        "-o", str(raw), "--nonblocking"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out = Load(srv.port, qs, n, a.step_requests, a.step_seconds, a.backoff,
                        start_at=17 * n).run()
+            if spy is not None:
+                spy.wait(a.profile_seconds + 60)
+                out["profile"] = profile_summary(raw) if raw.is_file() else 'py-spy failed'
             out["loadavg_before"] = load
+            out["server_cpu_ms_per_request"] = round(
+                (srv.cpu_s() - cpu) * 1e3 / max(1, out["requests"] + out["shed"]), 2)
             out["rss_mb"], out["rss_anon_mb"] = srv.rss_mb()
             rss.append(out["rss_mb"])
             steps.append(out)
@@ -203,7 +260,8 @@ def phase_soak(a, qs, logdir: Path) -> dict:
     try:
         srv.wait_ready()
         samples = []  # (queries done, rss, anon, t)
-        load = Load(srv.port, qs, a.soak_clients, a.soak_queries, 10 ** 6, a.backoff)
+        load = Load(srv.port, qs, a.soak_clients, a.soak_queries, 10 ** 6, a.backoff,
+                    batch=a.soak_batch)
         box = {}
         th = threading.Thread(target=lambda: box.update(load.run()))
         th.start()
@@ -218,7 +276,8 @@ def phase_soak(a, qs, logdir: Path) -> dict:
                 print(f"soak: {load.done} queries, RSS {r} MB (anon {anon})", flush=True)
         end_rss, end_anon = srv.rss_mb()
         at10 = next(s for s in samples if s[0] >= 10_000)
-        out = {"queries": box["requests"], "clients": a.soak_clients,
+        out = {"queries": box["queries"], "requests": box["requests"],
+               "batch": a.soak_batch, "clients": a.soak_clients,
                "rss_mb_start": at10[1], "rss_mb_end": end_rss,
                "growth": round((end_rss - at10[1]) / at10[1], 4),
                "rss_anon_mb_start": at10[2], "rss_anon_mb_end": end_anon,
@@ -243,8 +302,14 @@ def _new_documents(data_dir: str, index_titles: set[str], n: int) -> list[dict]:
 
 def phase_publish(a, qs, logdir: Path) -> dict:
     target = Path(a.publish_index)
-    if not target.exists():
-        shutil.copytree(a.index, target)  # the shared index itself is never written
+    if target.resolve() == Path(a.index).resolve():
+        raise SystemExit("--publish-index must be a copy, not --index itself")
+    if target.exists():  # a copy an earlier run wrote to: start from --index again
+        if not (target / MARK).is_file():
+            raise SystemExit(f"{target} exists and is not a copy this benchmark made")
+        shutil.rmtree(target)
+    shutil.copytree(a.index, target)  # the shared index itself is never written
+    (target / MARK).touch()
     corpus = json.loads((Path(a.data_dir) / "2wikimultihopqa" / "corpus.json").read_text())
     docs = _new_documents(a.data_dir, {p["title"] for p in corpus}, 5 * a.publishes)
     srv = Server(str(target), logdir / "publish.log")
@@ -308,16 +373,24 @@ def phase_publish(a, qs, logdir: Path) -> dict:
 
 
 def phase_ready(a, qs, logdir: Path) -> dict:
-    runs = []
+    runs, cpu, loads = [], [], []
     for i in range(a.ready_runs + 1):  # the first run warms the caches, not counted
+        load = _load_avg()
         srv = Server(a.index, logdir / "ready.log")
         try:
             s = srv.wait_ready()
+            c = srv.cpu_s()
         finally:
             srv.stop()
         if i:
             runs.append(round(s, 3))
-    return {"ready_s": float(np.median(runs)), "ready_runs_s": runs}
+            cpu.append(c)
+            loads.append(load)
+    return {"ready_s": float(np.median(runs)), "ready": {
+        "runs_s": runs, "cpu_s": cpu, "loadavg_before": loads,
+        "what": "spawn of `python -m hyperrag_fast.cli serve INDEX` -> first /readyz 200 "
+                "(index loaded with checksums verified, embedder session, warm-up, probe); "
+                "cpu_s: the server's user+system CPU at that moment"}}
 
 
 PHASES = {"steps": phase_steps, "soak": phase_soak, "publish": phase_publish, "ready": phase_ready}
@@ -337,13 +410,20 @@ def main(argv=None) -> None:
     p.add_argument("--backoff", type=float, default=0.05, help="seconds a client waits after a 503")
     p.add_argument("--soak-queries", type=int, default=100_000)
     p.add_argument("--soak-clients", type=int, default=2)
+    p.add_argument("--soak-batch", type=int, default=1,
+                   help="questions per soak request (a batch is embedded in one call)")
     p.add_argument("--publishes", type=int, default=5)
     p.add_argument("--publish-clients", type=int, default=2)
     p.add_argument("--ready-runs", type=int, default=3)
+    p.add_argument("--profile-clients", default="1,2,16",
+                   help="steps whose server is sampled by py-spy (empty: none)")
+    p.add_argument("--profile-seconds", type=float, default=15.0)
+    p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     p.add_argument("--log-dir", default=None, help="server logs (default: a temp folder)")
     p.add_argument("--out", default=str(RESULTS / "serve.json"))
     a = p.parse_args(argv)
     a.clients = [int(x) for x in a.clients.split(",")]
+    a.profile_clients = {int(x) for x in a.profile_clients.split(",") if x}
     logdir = Path(a.log_dir or tempfile.mkdtemp(prefix="bench-serve-logs-"))
     logdir.mkdir(parents=True, exist_ok=True)
     qs = questions(a.data_dir)
@@ -355,6 +435,10 @@ def main(argv=None) -> None:
         t = time.time()
         load = _load_avg()
         got = PHASES[name](a, qs, logdir)
+        if out_path.is_file():  # another phase may have run meanwhile (the soak, in background)
+            res = {**json.loads(out_path.read_text()), **{k: res[k] for k in
+                                                          ("command", "machine", "index")}}
+            runs = res.setdefault("runs", {})
         res.update(got)
         runs[name] = {"command": command(), "commit": (git_state() or {}).get("commit"),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),

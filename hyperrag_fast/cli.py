@@ -1,5 +1,5 @@
 """``hyperrag`` command line: index, add, delete, upgrade, build-methods, query, ask, info,
-demo, eval.
+demo, eval, serve.
 
 ``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
@@ -100,11 +100,19 @@ def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = 
 
 def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None,
           threads: int | None = None):
+    """The index at ``path`` to update (``HyperIndex``: the write side)."""
     from .index import HyperIndex
     manifest = read_manifest(path)
     extractor = extractor_for(manifest, args, path) if with_extractor else None
     return HyperIndex.load(path, embedder=embedder_for(manifest, threads), verify=verify,
                            extractor=extractor)
+
+
+def _open(path: str, verify: bool = True, threads: int | None = None):
+    """The index at ``path`` to query (``IndexReader``: no write-side module is imported)."""
+    from .reader import IndexReader
+    return IndexReader.open(path, embedder=embedder_for(read_manifest(path), threads),
+                            verify=verify)
 
 
 def _existing(path: str) -> str:
@@ -215,16 +223,21 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
-def query_options(a):
-    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments."""
-    from .config import QueryOptions
-    return QueryOptions(method=a.method, k_nodes=a.k_nodes, k_chunks=a.k_chunks).with_top_k(a.top_k)
+def query_options(a, embedder_name: str | None = None):
+    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments:
+    the preset of the index's embedder (``config.preset_for``), with the options given."""
+    from .config import preset_for
+    o = preset_for(embedder_name)
+    o = replace(o, method=a.method,
+                k_nodes=o.k_nodes if a.k_nodes is None else a.k_nodes,
+                k_chunks=o.k_chunks if a.k_chunks is None else a.k_chunks)
+    return o if a.top_k is None else o.with_top_k(a.top_k)
 
 
 def _retriever(ix, path: str, method: str):
     """A retriever with the prebuilt structures ``method`` reads (none for most)."""
     from .methods import needs
-    from .prebuilt import load_prebuilt
+    from .prebuilt_reader import load_prebuilt
     from .retriever import Retriever
     return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge)))
 
@@ -240,9 +253,9 @@ def cmd_query(a) -> dict[str, Any] | None:
     questions = read_questions(a.questions) if a.questions is not None else None
     from .lean import settle, skip_blas_probe
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
-    ix = _load(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
+    ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
-    opts = query_options(a)
+    opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method)
 
     def render(res) -> dict[str, Any]:
@@ -265,7 +278,7 @@ def cmd_query(a) -> dict[str, Any] | None:
 
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
-    return ask(a, lambda path, verify: _retriever(_load(path, verify=verify), path, a.method))
+    return ask(a, lambda path, verify: _retriever(_open(path, verify=verify), path, a.method))
 
 
 def cmd_build_methods(a) -> dict[str, Any]:
@@ -291,7 +304,7 @@ def cmd_upgrade(a) -> dict[str, Any]:
 
 
 def cmd_info(a) -> dict[str, Any]:
-    ix = _load(a.index, verify=not a.no_verify)
+    ix = _open(a.index, verify=not a.no_verify)
     g = ix.graph
     sizes = Counter()
     for key, n in zip(g.group_key, g.group_sizes().tolist()):
@@ -300,6 +313,14 @@ def cmd_info(a) -> dict[str, Any]:
     m.pop("files", None)
     m.pop("xxh3_128", None)
     return {"manifest": m, "biggest_groups": sizes.most_common(a.groups)}
+
+
+def cmd_serve(a) -> None:
+    """The HTTP service (:mod:`hyperrag_fast.serve`, extra ``serve``), until a signal."""
+    from .serve import require
+    require()
+    from .serve.main import serve
+    serve(a)
 
 
 def cmd_demo(a) -> dict[str, Any]:
@@ -350,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_parser import build_parser as parser_for
     return parser_for(Commands(index=cmd_index, add=cmd_add, delete=cmd_delete,
                                upgrade=cmd_upgrade, build_methods=cmd_build_methods,
-                               query=cmd_query, ask=cmd_ask, info=cmd_info, demo=cmd_demo))
+                               query=cmd_query, ask=cmd_ask, info=cmd_info, demo=cmd_demo,
+                               serve=cmd_serve))
 
 
 def _print_human(cmd: str, out: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .checksums import FAST, manifest_checksums, verify_files
 from .errors import IndexCorruptedError, IndexLockedError
+from .paths import is_link
 from .store import (_GEN, CURRENT, FORMAT_VERSION, LEXICAL, MANIFEST, SCRATCH_PREFIX, VECTOR_KINDS,
                     StoredIndex, _read_manifest_at, current_generation, generation_dir)
 from .texts import TEXTS, extraction_to_json
@@ -142,6 +143,9 @@ def writer_lock(path: str | os.PathLike, timeout: float = 0,
         raise FileNotFoundError(f"no index directory at {path}")
     _check_replaceable(root)
     root.mkdir(parents=True, exist_ok=True)
+    if is_link(root / LOCK):
+        raise IndexCorruptedError(f"{root / LOCK}: the writer lock is a symbolic link; remove "
+                                  f"it (a writer never follows one)")
     lock = filelock.FileLock(root / LOCK, is_singleton=True)
     try:
         lock.acquire(timeout=timeout)
@@ -165,7 +169,11 @@ def _kill_point(step: str) -> None:
 
 
 def _rmtree_generation(d: Path) -> None:
-    """Remove a generation, manifest first: a half-removed one is never complete."""
+    """Remove a generation, manifest first: a half-removed one is never complete. A
+    symbolic link in its place is removed itself, never what it points at."""
+    if is_link(d):
+        d.unlink()
+        return
     try:
         (d / MANIFEST).unlink()
     except FileNotFoundError:
@@ -197,7 +205,11 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
     ``.<name>.old-*`` folders the format <= 3 save left beside the index."""
     for n in sorted(os.listdir(root)):
         p = root / n
-        if _GEN.match(n) and n not in keep:
+        if is_link(p) and (_GEN.match(n) or n.startswith((_POINTER_TMP, SCRATCH_PREFIX))
+                           or n in _LEGACY):
+            if not _GEN.match(n) or n not in keep:
+                p.unlink()  # a link in the index folder: never followed
+        elif _GEN.match(n) and n not in keep:
             _rmtree_generation(p)
         elif n.startswith(_POINTER_TMP):
             p.unlink(missing_ok=True)
@@ -207,7 +219,7 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
             shutil.rmtree(p, ignore_errors=True)  # a killed build's scratch folder
     aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
     for p in root.parent.iterdir():
-        if aside.match(p.name) and p.is_dir():
+        if aside.match(p.name) and p.is_dir() and not is_link(p):
             shutil.rmtree(p, ignore_errors=True)
 
 

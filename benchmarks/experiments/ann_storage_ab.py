@@ -31,14 +31,14 @@ KS = (2, 5, 8)
 
 def _rebuilt(ix, storage: str) -> dict:
     """Swap ``ix.ann`` for graphs rebuilt with ``storage``; returns build facts."""
-    from hyperrag_fast.ann import VectorIndex
+    from hyperrag_fast.indexing.hnsw import build_vector_index
     params = replace(ix.ann_params, storage=storage)
     facts, vecs = {}, ix.vectors()
     for k, old in ix.ann.items():
         if old.backend != "usearch":
             continue
         t0 = time.perf_counter()
-        ix.ann[k] = VectorIndex(vecs[k], params)
+        ix.ann[k] = build_vector_index(vecs[k], params)
         facts[k] = {"build_s": time.perf_counter() - t0,
                     "hnsw_mb": ix.ann[k].hnsw.memory_usage / 1e6}
     return facts

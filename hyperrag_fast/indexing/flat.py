@@ -5,7 +5,7 @@ extractions arrive in preprocessing order, partition by partition, and each one 
 entity states, topic hyperedges and incidences to flat int arrays; only the group
 dictionary (name key -> group id) spans partitions. :func:`partition_texts` gives the
 texts a partition needs embedded without any cross-partition state, so a worker can
-embed them (``build.distributed``) and the client assemble the same arrays.
+embed them (``indexing.distributed``) and the client assemble the same arrays.
 See docs/architecture.md §10.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ chunked and extracted, its records appended to a :class:`FlatAssembler`, and its
 distinct texts handed to an embedding thread (ONNX releases the GIL, so the next
 partition's extraction overlaps this one's embedding). With ``workers`` or
 ``scheduler`` set, chunking, extraction and embedding of each partition run as Dask
-tasks instead (``build.distributed``) and this process only assembles.
+tasks instead (``indexing.distributed``) and this process only assembles.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from ..chunking import LoadResult, load_documents
 from ..config import DEFAULT_CHUNK_VECTORS, BuildOptions
 from ..embed.base import Embedder
 from ..extract.base import Extractor
-from ..hypergraph import Hypergraph, build_hypergraph, hypergraph_from_flat
+from ..hypergraph import Hypergraph
+from .hypergraph import build_hypergraph, hypergraph_from_flat
 from ..records import Chunk, Extraction
 from .clock import StageClock
 from .flat import FlatAssembler, GroupOf

@@ -1,7 +1,7 @@
 """Scale-out of the index build on Dask ``distributed`` (docs/architecture.md §10).
 
 Each partition of documents is one task: chunk, extract and embed on a worker
-(:func:`~hyperrag_fast.build.pipeline.worker_partition`, no cross-partition state); the
+(:func:`~hyperrag_fast.indexing.pipeline.worker_partition`, no cross-partition state); the
 client assembles the partitions in order, exactly as the single-process build does, so
 the index is the same. The extractor and embedder are scattered once to every worker
 (the embedder with one intra-op thread per worker thread). At most ``2 x workers``

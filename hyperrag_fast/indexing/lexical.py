@@ -2,24 +2,13 @@
 §5), so a query process neither refits them nor imports scikit-learn."""
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from ..reader import BM25Arrays
+
 TOKEN_PATTERN = r"(?u)\b\w+\b"
-
-
-class BM25Arrays(NamedTuple):
-    """Column-compressed BM25 weights (one column per term, rows = chunks) and the terms,
-    in column order. ``weights[c, t] = idf(t) tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``."""
-
-    indptr: np.ndarray   # int64 (n_terms + 1)
-    indices: np.ndarray  # int64 chunk ids, ascending within a column
-    data: np.ndarray     # float64 weights
-    terms: list[str]
-    n_docs: int
-    k1: float
-    b: float
 
 
 def fit_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75,

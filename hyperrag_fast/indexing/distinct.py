@@ -8,22 +8,12 @@ row is then compared byte for byte with its group's first row, so the result is 
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
+from ..ann import DistinctRows
 from ..mmaps import release
 
 BLOCK = 16384
-
-
-class DistinctRows(NamedTuple):
-    """``rep[j]``: first row of distinct vector j (in order of first occurrence);
-    ``ptr``/``ids``: CSR of the rows equal to vector j, ascending."""
-
-    rep: np.ndarray
-    ptr: np.ndarray
-    ids: np.ndarray
 
 
 def _multipliers(words: int) -> np.ndarray:
