@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -157,17 +158,22 @@ def _all_failed(rep, what: str) -> None:
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
     from .intake import check_new_index_target, check_writable_parent
-    from .publish import writer_lock
+    from .publish import first_build, unfinished_build, writer_lock
     from .store import current_generation
-    check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
-                           or (p / "manifest.json").is_file())  # or an old-format index
+    resumed = unfinished_build(a.index)  # what a killed first build left: carry on
+    if resumed:
+        check_writable_parent(Path(a.index))
+    else:
+        check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
+                               or (p / "manifest.json").is_file())  # or an old-format index
     if a.cache_dir:
         check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
     extractor = make_extractor(a.extractor, a, a.index)
     docs = _documents(a)
     created = not Path(a.index).exists()
     try:
-        with writer_lock(a.index, a.lock_timeout):
+        with writer_lock(a.index, a.lock_timeout) as root, \
+                first_build(root) if created or resumed else nullcontext():
             ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
                                   progress=not a.quiet, max_tokens=a.max_tokens,
                                   overlap=a.overlap, cache_dir=a.cache_dir,
