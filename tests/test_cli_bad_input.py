@@ -109,11 +109,11 @@ def test_lock_file_symlink_is_one_line(ix, tmp_path):
     d = copy_of(ix, tmp_path)
     (d / ".lock").unlink()
     (d / ".lock").symlink_to(d / ".lock")  # a loop: os.open(O_NOFOLLOW) gives ELOOP
-    one_line_error(hyperrag("delete", d, "ada.md"), ".lock", "symlink")
+    one_line_error(hyperrag("delete", d, "ada.md"), ".lock", "symbolic link")
     (d / ".lock").unlink()
     (d / ".lock").symlink_to(tmp_path / "elsewhere")
     (tmp_path / "x.md").write_text("# X\n\nX is a letter.")
-    one_line_error(hyperrag("add", d, tmp_path / "x.md", "--quiet"), ".lock", "symlink")
+    one_line_error(hyperrag("add", d, tmp_path / "x.md", "--quiet"), ".lock", "symbolic link")
     assert not (tmp_path / "elsewhere").exists()
 
 
