@@ -186,7 +186,8 @@ def speed() -> str:
                 f"{by[d]['default_vs_prpack_speedup_median']:.1f}x at damping {d}"
                 + {preset()["stitch"]["damping"]: " (the preset's)", 0.85: " (the paper's)"}.get(
                     float(d), "") for d in sorted(by, key=float)) +
-            f" ({commit(ppr)}); two query threads {ratio} one; "
+            f" ({commit(ppr)}); two query threads {ratio} one (graph stage under "
+            f"{under(t.get('options'), 'stitch')}); "
             f"{s['bandwidth_floor_ratio']:.0f}x the streaming memory-bandwidth floor")
 
 
