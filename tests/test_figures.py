@@ -83,3 +83,17 @@ def test_the_option_comparison_sees_a_changed_and_a_missing_option(figures):
     del rec["hybrid"][next(iter(rec["hybrid"]))]
     other, missing = figures.option_diff(rec, cur)
     assert len(other) == 1 and other[0].startswith("stitch.delta") and len(missing) == 1
+
+
+def test_results_hold_current_files_not_a_history():
+    """benchmarks/README.md, "The rules of this folder": one current file per entry point;
+    history lives in git, not in folders named after an issue, a run or a commit."""
+    results = ROOT / "benchmarks" / "results"
+    numbered = [p.relative_to(ROOT).as_posix() for p in results.rglob("*")
+                if p.is_dir() and re.search(r"\d+$|_ab$|^fresh_|_check$", p.name)]
+    assert not numbered, (f"{numbered}: folders named after an issue, a run or an A/B in "
+                          "benchmarks/results; keep one current file per entry point there "
+                          "(history is git's) and one-off runs in benchmarks/experiments/results/"
+                          "<what they measure>/ (benchmarks/README.md)")
+    copies = [p.name for p in results.rglob("*") if re.search(r"_[0-9a-f]{7,40}\.\w+$", p.name)]
+    assert not copies, f"{copies}: result files named after a commit; the commit goes inside the file"
