@@ -160,6 +160,40 @@ def writer_lock(path: str | os.PathLike, timeout: float = 0,
         lock.release()
 
 
+# ------------------------------------------------------------------- first builds
+_FIRST = "-first"  # SCRATCH_PREFIX + pid + this: a first build runs (a file, under the lock)
+
+
+def unfinished_build(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is what a killed first build (``hyperrag index``) left: no index
+    published and only a writer's leftovers (the lock, unpublished generations, pointer
+    temp files, build scratch), or an index published by a first build that died before
+    it finished (its marker names a process that is gone). The next build proceeds into
+    it under the lock (a running build holds it: the newcomer waits or is refused)."""
+    root = Path(path)
+    if not root.is_dir() or is_link(root):
+        return False
+    names = os.listdir(root)
+    if any(n.startswith(SCRATCH_PREFIX) and n.endswith(_FIRST) and not _alive(n) for n in names):
+        return True
+    if not names or CURRENT in names or MANIFEST in names:
+        return False
+    return all(n == LOCK or _GEN.match(n) or n.startswith((_POINTER_TMP, SCRATCH_PREFIX))
+               for n in names)
+
+
+@contextmanager
+def first_build(root: Path) -> Iterator[None]:
+    """Mark a first build of index folder ``root`` (the caller holds its lock) until it
+    has published, so that one killed after publishing is still seen as unfinished."""
+    marker = root / f"{SCRATCH_PREFIX}{os.getpid()}{_FIRST}"
+    marker.touch()
+    try:
+        yield
+    finally:
+        marker.unlink(missing_ok=True)
+
+
 # ------------------------------------------------------------------- publishing
 def _kill_point(step: str) -> None:
     """Test hook: SIGKILL this process at the named publish step when the environment
@@ -215,8 +249,8 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
             p.unlink(missing_ok=True)
         elif n in _LEGACY and (root / CURRENT).is_file():
             shutil.rmtree(p) if p.is_dir() else p.unlink()
-        elif n.startswith(SCRATCH_PREFIX) and p.is_dir() and not _alive(n):
-            shutil.rmtree(p, ignore_errors=True)  # a killed build's scratch folder
+        elif n.startswith(SCRATCH_PREFIX) and not _alive(n):  # a killed build's scratch
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
     for p in root.parent.iterdir():
         if aside.match(p.name) and p.is_dir() and not is_link(p):
