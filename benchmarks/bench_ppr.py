@@ -376,18 +376,20 @@ def main():
 
 
 def set_default(b, D, m, nnz, a):
-    """The default options' solver (``config.ppr_solver`` for ppr="auto", read now) and its
-    speedups, into one size's entry ``b`` for damping D."""
+    """Into one size's entry ``b`` for damping D: the default options' solver
+    (``config.TUNED_STITCH.ppr``) and the solver of ppr="auto" (``config.ppr_solver``, read
+    now), with their speedups over PRPACK."""
     res = b["solvers"]
-    default = a.default_solver if a.default_solver != "auto" else (
-        "ours_local_push" if config.ppr_solver(D, m, nnz) == "push" else "ours_power_topk")
-    pr, pt = res["igraph_prpack"], res[default]["solve_ms"]
-    b["default_solver"] = default
-    b["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
-    b["default_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[default]["solve_cpu_ms"]
-    b["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
+    auto = "ours_local_push" if config.ppr_solver(D, m, nnz) == "push" else "ours_power_topk"
+    default = auto if a.default_solver == "auto" else a.default_solver
+    pr = res["igraph_prpack"]
+    for key, name in (("default", default), ("auto", auto)):
+        b[f"{key}_solver"] = name
+        b[f"{key}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
+        b[f"{key}_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[name]["solve_cpu_ms"]
+    b["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / res[default]["solve_ms"]
     if "scipy_power" in res:
-        b["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
+        b["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / res[default]["solve_ms"]
     return default
 
 
@@ -412,6 +414,13 @@ def write(a, sizes, prior_nnz, out, keep=None):
                    "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
                    "top8_agreement_min": float(np.min(list(ag.values())))}
+        au = by("auto_vs_prpack_speedup")  # ppr="auto": the measured rule of config.ppr_solver
+        summ[k].update({"auto_solver_by_size": by("auto_solver"), "auto_vs_prpack_speedup_by_size": au,
+                        "auto_vs_prpack_speedup_median": float(np.median(list(au.values()))),
+                        "auto_vs_prpack_cpu_speedup_by_size": by("auto_vs_prpack_cpu_speedup"),
+                        "auto_top8_same_order_by_size": {
+                            n: s["by_damping"][k]["solvers"][s["by_damping"][k]["auto_solver"]]["top8_same_order"]
+                            for n, s in sizes.items()}})
         for name in SOLVERS:  # over the sizes where the solver ran (--only)
             have = [n for n, s in sizes.items() if f"{name}_vs_prpack_speedup" in s["by_damping"][k]]
             if not have:
@@ -430,6 +439,7 @@ def write(a, sizes, prior_nnz, out, keep=None):
     if keep is not None:  # --resummarize: the measurements' command, machine and params stay
         data.update(command=keep["command"], machine=keep["machine"], params=keep["params"],
                     summary_command=C.command(), summary_git=C.git_state(),
+                    summary_default_solver=a.default_solver, summary_tuned_ppr=config.TUNED_STITCH.ppr,
                     summary_rule={"PUSH_MIN_CHUNKS": config.PUSH_MIN_CHUNKS,
                                   "PUSH_MAX_FRACTION": config.PUSH_MAX_FRACTION})
     C.write_result(out, data)
