@@ -297,6 +297,41 @@ def phase_soak(a, qs, logdir: Path) -> dict:
             srv.stop()
 
 
+def phase_soak_report(a, qs, logdir: Path) -> dict:
+    """The figures of a soak still running (``--soak-log`` = its output, ``--soak-port``,
+    ``--soak-pid`` = its server): RSS at the first 10k sample of the log vs now, queries
+    answered so far from the server's /metrics. Marked ``complete: false``; the soak's own
+    result replaces it when it finishes."""
+    import re
+    samples = [(int(m[1]), float(m[2]), float(m[3])) for m in re.finditer(
+        r"soak: (\d+) queries, RSS ([\d.]+) MB \(anon ([\d.]+)\)", Path(a.soak_log).read_text())]
+    start = next(x for x in samples if x[0] >= 10_000)
+    status = {}
+    for line in open(f"/proc/{a.soak_pid}/status"):
+        if line.startswith(("VmRSS", "RssAnon")):
+            k, v = line.split(":")
+            status[k] = round(int(v.split()[0]) / 1024, 1)
+    c = http.client.HTTPConnection("127.0.0.1", a.soak_port, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    queries = requests = failed = 0
+    for line in text.splitlines():
+        if line.startswith("hyperrag_queries_total{"):
+            queries += int(float(line.rsplit(" ", 1)[1]))
+        if line.startswith('hyperrag_requests_total{endpoint="/v1/query"'):
+            n = int(float(line.rsplit(" ", 1)[1]))
+            requests += n
+            failed += 0 if 'status="200"' in line else n
+    end, anon = status["VmRSS"], status["RssAnon"]
+    return {"soak": {"queries": queries, "complete": False, "requests": requests,
+                     "failed_requests": failed, "rss_mb_start": start[1], "rss_mb_end": end,
+                     "growth": round((end - start[1]) / start[1], 4),
+                     "rss_anon_mb_start": start[2], "rss_anon_mb_end": anon,
+                     "anon_growth": round((anon - start[2]) / start[2], 4),
+                     "start_sample_at_queries": start[0], "log_samples": samples,
+                     "loadavg_now": _load_avg()}}
+
+
 def _new_documents(data_dir: str, index_titles: set[str], n: int) -> list[dict]:
     corpus = json.loads((Path(data_dir) / "hotpotqa_train" / "corpus.json").read_text())
     docs = [{"id": t, "title": t, "text": "".join(s)} for t, s in corpus.items()
@@ -443,7 +478,7 @@ def phase_direct(a, qs, logdir: Path) -> dict:
                        "at 1 intra-op thread, as the server runs it), no HTTP"}}
 
 
-PHASES = {"direct": phase_direct, "steps": phase_steps, "soak": phase_soak, "publish": phase_publish, "ready": phase_ready}
+PHASES = {"direct": phase_direct, "soak_report": phase_soak_report, "steps": phase_steps, "soak": phase_soak, "publish": phase_publish, "ready": phase_ready}
 
 
 def main(argv=None) -> None:
@@ -460,6 +495,9 @@ def main(argv=None) -> None:
     p.add_argument("--backoff", type=float, default=0.05, help="seconds a client waits after a 503")
     p.add_argument("--soak-queries", type=int, default=100_000)
     p.add_argument("--soak-clients", type=int, default=2)
+    p.add_argument("--soak-log", default=None, help="soak_report: the running soak's output")
+    p.add_argument("--soak-port", type=int, default=None, help="soak_report: its server's port")
+    p.add_argument("--soak-pid", type=int, default=None, help="soak_report: its server's pid")
     p.add_argument("--soak-batch", type=int, default=1,
                    help="questions per soak request (a batch is embedded in one call)")
     p.add_argument("--publishes", type=int, default=5)
