@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperrag_fast.hypergraph import hypergraph_from_flat
+from hyperrag_fast.indexing.hypergraph import hypergraph_from_flat
 from hyperrag_fast.kernels.chunk_graph import chunk_groups, dedup_arcs
 from hyperrag_fast.kernels.scratch import new_scratch
 from hyperrag_fast.engine import group_alphas, group_weights

@@ -136,6 +136,13 @@ class HybridOptions:
     question contains (name keys; a disambiguator such as "(song)" included, and a title
     inside a longer matched title dropped) joins C0 with its share of the prior term
     title_chunks: a title's term is split over its chunks by max(0, sim(q, c)).
+    title_top > 0: only each named title's ``title_top`` chunks most similar to q join
+    (a page of many paragraphs; 0 = all of them; a one-chunk title is unchanged).
+
+    rank_weights (ours, off = empty): the final ranking is bias + w . x over C_q's
+    per-chunk features x (``methods.fusion.FEATURES``: prior and PPR shares and ranks,
+    dense rank, similarity, STIBP score, BM25 and title terms), weights
+    ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
 
     phrase_sim > 0 (ours): the question's capitalised phrases that name no group exactly
     are embedded (one embedder call per question) and seed the groups of the entity states
@@ -158,8 +165,14 @@ class HybridOptions:
     title_chunks: float = 0.0
     hop_titles: bool = False
     phrase_sim: float = 0.0
+    rank_weights: tuple[float, ...] = ()
+    title_top: int = 0
 
     def __post_init__(self) -> None:
+        if self.title_top < 0:
+            raise ValueError("title_top must be >= 0")
+        if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
+            raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
         if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
             raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
@@ -236,14 +249,14 @@ PAPER_HYBRID = HybridOptions()
 #: HotpotQA .640/.875/.940 -> .680/.890/.935. The second round (``hop_chunks``) won on
 #: dev (.709/.881/.941) but lost on HotpotQA (.665/.880/.920), so it stayed off: an
 #: option the default keeps must hold on both datasets
-#: (``benchmarks/results/quality15/quality_search_minilm_*.md``). Then question-side
+#: (``benchmarks/experiments/results/quality_search/quality_search_minilm_*.md``). Then question-side
 #: linking: ``title_words`` (a one-word title) and ``title_chunks`` (a named title's
 #: chunks get a prior term), both gaining on dev and HotpotQA; with them the second round
 #: (1 chunk, value 1) won on dev and on HotpotQA too, so it is on, and a fourth stage then
 #: started it from the named titles' chunks as well (``hop_titles``: dev objective
 #: +.007, HotpotQA +.003). The search's title stage takes the weakest value within .005
 #: of the dev best; with ``hop_titles`` on that is .3 (was 3), and a further pass changes
-#: nothing (``quality15/quality_search_minilm_{title_chunks,hop_titles,second_pass,
+#: nothing (``experiments/results/quality_search/quality_search_minilm_{title_chunks,hop_titles,second_pass,
 #: fixed_point}.md``).
 TUNED_STITCH = StitchOptions(
     delta=0.8,
@@ -267,6 +280,13 @@ TUNED_K_NODES = 25
 TUNED_K_CHUNKS = 50
 #: the method the API and the CLI run when none is named
 DEFAULT_METHOD = "stitch"
+#: the names ``hyperrag_fast.methods.METHODS`` registers (tests/test_layout.py checks), so the
+#: CLI's parser offers them without importing the query kernels
+METHOD_NAMES = (
+    "binary_ppr", "binary_prior", "bm25", "coda", "coda_no_contextual", "coda_no_elimination",
+    "coda_no_functional", "coda_no_semantic", "decay_exp", "decay_sigmoid", "decay_tanh",
+    "dense", "merge_full", "merge_none", "merge_semi", "no_ppr", "no_spatial", "no_stibp",
+    "no_temporal", "stitch", "stitch_consolidated", "stitch_paper")
 #: the embedder kind (``embed.registry.make_embedder``) the CLI and the eval harness use
 #: when none is named
 DEFAULT_EMBEDDER = "minilm"
@@ -306,6 +326,25 @@ TUNED = QueryOptions()
 #: STITCH-RAG as published (method ``stitch_paper``: the paper's constants, no signals)
 PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_paper")
 
+#: The preset per shipped embedder (issue 21; docs/architecture.md §6): each chosen by
+#: ``benchmarks/quality_search.py`` with that embedder's indexes on the three dev families
+#: by the worst family's lift over dense (its tuning file is named beside each preset).
+#: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
+TUNED_BGE = TUNED
+PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
+#: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
+PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))
+
+
+def preset_for(embedder_name: str | None) -> QueryOptions:
+    """The preset of the embedder an index was built with (its manifest's
+    ``embedder.name``): :data:`PRESETS` by name prefix; any other embedder (hashing, an
+    OpenAI-compatible service) gets :data:`TUNED`, the MiniLM preset."""
+    for prefix, kind in PRESET_NAMES:
+        if embedder_name and embedder_name.startswith(prefix):
+            return PRESETS[kind]
+    return TUNED
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -343,3 +382,38 @@ class BuildOptions:
     @property
     def distributed(self) -> bool:
         return bool(self.workers or self.scheduler)
+
+
+@dataclass(frozen=True)
+class CodaOptions:
+    """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
+
+    semantic: bool = True
+    contextual: bool = True
+    functional: bool = True
+    elimination: bool = True
+    k_entry: int = 10
+    k_entry_relations: int = 10
+    alpha: float = 0.5
+    beta: float = 0.4
+    tau: float = 0.35
+    ppr_d: float = 0.85
+    ppr_tol: float = 1e-6
+    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
+    k_context: int = 10
+    k_functional: int = 10
+    elim_keep_frac: float = 0.5
+    elim_min_sim: float = -1.0
+    fill_dense: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if not 0.0 <= self.ppr_d < 1.0:
+            raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
+        if not 0.0 <= self.elim_keep_frac <= 1.0:
+            raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
+        if self.ppr_solver not in ("push", "power"):
+            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.indexing.hypergraph import build_hypergraph
 from hyperrag_fast.records import Extraction, Segment
 
 NAMES = ["Alice", "Bob", "Canada", "Delta Corp", "Eve", "Film X", "Gary", "Hanoi"]

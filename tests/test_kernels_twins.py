@@ -230,7 +230,7 @@ def test_float32_inputs_close_to_float64(inst, opts):
 
 
 def test_all_zero_activation_gives_uniform_prior():
-    from hyperrag_fast.hypergraph import build_hypergraph
+    from hyperrag_fast.indexing.hypergraph import build_hypergraph
     from hyperrag_fast.records import Extraction, Segment
 
     g = build_hypergraph([Extraction((Segment("t", (("A", "a"),)),)), Extraction(())])
@@ -245,7 +245,7 @@ def test_all_zero_activation_gives_uniform_prior():
 
 
 def test_input_validation():
-    from hyperrag_fast.hypergraph import build_hypergraph
+    from hyperrag_fast.indexing.hypergraph import build_hypergraph
     from hyperrag_fast.records import Extraction, Segment
 
     g = build_hypergraph([Extraction((Segment("t", (("A", "a"),)),))])

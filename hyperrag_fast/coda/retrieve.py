@@ -33,42 +33,8 @@ from ..ann import top_k_desc
 from ..embed.base import Embedder
 from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand
 from ..kernels.ppr import ppr_power, ppr_push
+from ..config import CodaOptions  # noqa: F401  (configuration; re-exported)
 from .graph import CodaGraph
-
-
-@dataclass(frozen=True)
-class CodaOptions:
-    """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
-
-    semantic: bool = True
-    contextual: bool = True
-    functional: bool = True
-    elimination: bool = True
-    k_entry: int = 10
-    k_entry_relations: int = 10
-    alpha: float = 0.5
-    beta: float = 0.4
-    tau: float = 0.35
-    ppr_d: float = 0.85
-    ppr_tol: float = 1e-6
-    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
-    k_context: int = 10
-    k_functional: int = 10
-    elim_keep_frac: float = 0.5
-    elim_min_sim: float = -1.0
-    fill_dense: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-        if not 0.0 <= self.ppr_d < 1.0:
-            raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
-        if not 0.0 <= self.elim_keep_frac <= 1.0:
-            raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
-        if self.ppr_solver not in ("push", "power"):
-            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
 
 
 class KeywordExtractor(Protocol):

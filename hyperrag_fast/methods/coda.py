@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..coda.retrieve import CodaOptions, CodaRetriever, InterferenceFilter, KeywordExtractor
-from ..config import QueryOptions
+from ..config import CodaOptions, QueryOptions
 from .base import MethodOutput, QueryState, missing
 from .stitch import run_stitch
+
+if TYPE_CHECKING:
+    from ..coda.retrieve import CodaRetriever, InterferenceFilter, KeywordExtractor
 
 #: engine key of the consolidated-name hypergraph
 CONSOLIDATED = "consolidated"
@@ -39,6 +42,7 @@ class CodaBinding:
 
 def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     """A CODA retriever over a loaded system (no building: the graph is the system's)."""
+    from ..coda.retrieve import CodaRetriever  # only an index with a CODA system loads it
     s = setup or CodaSetup()
     r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
                       index.chunk_vec)
