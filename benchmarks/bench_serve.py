@@ -221,6 +221,20 @@ def questions(data_dir: str) -> list[str]:
     return [q["question"] for q in qs]
 
 
+#: flags naming this run's machine-local things (log folder, a running soak), recorded
+#: as placeholders so a result file holds no absolute path
+_LOCAL = ("--log-dir", "--soak-log", "--soak-port", "--soak-pid")
+
+
+def recorded(cmd: str) -> str:
+    """``cmd`` with the values of :data:`_LOCAL` flags replaced by their names."""
+    parts = shlex.split(cmd)
+    for i, x in enumerate(parts[:-1]):
+        if x in _LOCAL:
+            parts[i + 1] = x[2:].replace("-", "_").upper()
+    return shlex.join(parts)
+
+
 def _load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -523,7 +537,7 @@ def main(argv=None) -> None:
     qs = questions(a.data_dir)
     out_path = Path(a.out)
     res = json.loads(out_path.read_text()) if out_path.is_file() else {}
-    res.update({"command": command(), "machine": machine(), "index": a.index})
+    res.update({"command": recorded(command()), "machine": machine(), "index": a.index})
     runs = res.setdefault("runs", {})
     for name in a.phases.split(","):
         t = time.time()
@@ -534,7 +548,7 @@ def main(argv=None) -> None:
                                                           ("command", "machine", "index")}}
             runs = res.setdefault("runs", {})
         res.update(got)
-        runs[name + a.key_suffix] = {"command": command(), "commit": (git_state() or {}).get("commit"),
+        runs[name + a.key_suffix] = {"command": recorded(command()), "commit": (git_state() or {}).get("commit"),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
                       "s": round(time.time() - t, 1), "loadavg_start": load,
                       "loadavg_end": _load_avg()}
