@@ -194,6 +194,9 @@ def test_query_batch_named_indexes_info_openapi_metrics(base_index, tmp_path):
             assert m["manifest"]["counts"]["documents"] == 3
             assert m["embedder"] == {"name": HashingEmbedder().name, "dim": 64}
             assert info["preset"] == "tuned" and info["options"]["method"] == "stitch"
+            assert m["options"] == info["options"]  # config.preset_for(the index's embedder)
+            paper = c.post("/v1/query", json={"query": Q, "preset": "paper"}).json()
+            assert paper["method"] == "stitch_paper"
             assert c.get("/healthz").status_code == 200
             assert c.get("/readyz").json() == {"ready": True}
             paths = c.get("/openapi.json").json()["paths"]
