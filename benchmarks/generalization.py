@@ -60,7 +60,7 @@ def main() -> None:
                **{f: {"stitch": _rec(s["shipped_preset"][f]), "dense": _rec(s["dense"][f])}
                   for f in SETS if f in s["shipped_preset"]}}
     by_type = {"setting": f"shipped preset of {s['embedder']}"}
-    for f in ("2wiki_test", "hotpotqa_train", "musique_dev"):
+    for f in [f for f in ("2wiki_test", "hotpotqa_train", "musique_dev") if f in s["shipped_preset"]]:
         st, de = _types(s["shipped_preset"][f]), _types(s["dense"][f])
         by_type[f] = {t: {"n": v["n"], "stitch": {k: v[k] for k in v if k != "n"},
                           "dense": {k: de[t][k] for k in de[t] if k != "n"}} for t, v in st.items()}
