@@ -249,14 +249,14 @@ PAPER_HYBRID = HybridOptions()
 #: HotpotQA .640/.875/.940 -> .680/.890/.935. The second round (``hop_chunks``) won on
 #: dev (.709/.881/.941) but lost on HotpotQA (.665/.880/.920), so it stayed off: an
 #: option the default keeps must hold on both datasets
-#: (``benchmarks/results/quality15/quality_search_minilm_*.md``). Then question-side
+#: (``benchmarks/experiments/results/quality_search/quality_search_minilm_*.md``). Then question-side
 #: linking: ``title_words`` (a one-word title) and ``title_chunks`` (a named title's
 #: chunks get a prior term), both gaining on dev and HotpotQA; with them the second round
 #: (1 chunk, value 1) won on dev and on HotpotQA too, so it is on, and a fourth stage then
 #: started it from the named titles' chunks as well (``hop_titles``: dev objective
 #: +.007, HotpotQA +.003). The search's title stage takes the weakest value within .005
 #: of the dev best; with ``hop_titles`` on that is .3 (was 3), and a further pass changes
-#: nothing (``quality15/quality_search_minilm_{title_chunks,hop_titles,second_pass,
+#: nothing (``experiments/results/quality_search/quality_search_minilm_{title_chunks,hop_titles,second_pass,
 #: fixed_point}.md``).
 TUNED_STITCH = StitchOptions(
     delta=0.8,

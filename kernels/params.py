@@ -1,7 +1,7 @@
 """Layout of the float64 parameter vector the STITCH query kernel reads.
 
 One flat array keeps the kernel signature stable (one cached compilation) while the
-Python layer exposes every option by name (``hyperrag_fast.options.StitchOptions``).
+Python layer exposes every option by name (``hyperrag_fast.config.StitchOptions``).
 """
 from __future__ import annotations
 
