@@ -23,6 +23,8 @@ def load(name: str, sub: str = "") -> dict | None:
     p = R / sub / f"quality_{name}.json"
     if name.endswith("_test") and not p.exists():  # the test split: the contract file
         p = R / sub / f"quality-{name[:-len('_test')]}.json"
+    if name == "musique_dev_all" and not p.exists():  # MuSiQue dev: its contract file
+        p = R / sub / "quality-musique_dev.json"
     return json.loads(p.read_text()) if p.exists() else None
 
 
