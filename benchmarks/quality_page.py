@@ -98,14 +98,18 @@ def families_grid() -> list[str]:
            "Each embedder with its own preset (`config.preset_for`, chosen by "
            "`benchmarks/quality_search.py` by the worst family's lift over dense). Cells "
            "R@2/R@5/R@8; the command and commit of each column are in its file "
-           "(`quality_<set>.json`, bge ones under `bge/`).", "",
+           "(`quality_<set>.json`, bge ones under `bge/`). † = a row measured at another "
+           "commit than the column's `stitch` row, under the options recorded with it (an "
+           "earlier preset for the STITCH variants).", "",
            "| method | " + " | ".join(label for label, _ in got) + " |",
            "|---" * (len(got) + 1) + "|"]
     for name in methods:
         cells = []
         for _, res in got:
             m = res["methods"].get(name)
-            cells.append(f"{m['recall@2']:.3f}/{m['recall@5']:.3f}/{m['recall@8']:.3f}" if m else "-")
+            at = res["methods"].get("stitch", {}).get("run", {}).get("git_commit")
+            old = " †" if m and m.get("run", {}).get("git_commit") != at else ""
+            cells.append(f"{m['recall@2']:.3f}/{m['recall@5']:.3f}/{m['recall@8']:.3f}{old}" if m else "-")
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     out += ["", "Commands:", ""]
     out += [f"* {label}: `{next(iter(res['methods'].values()))['run']['command']}` "
