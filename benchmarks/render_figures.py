@@ -171,6 +171,33 @@ def _threads() -> tuple[dict[str, Any], str]:
     return t, f"{t['threads_2_over_1']:.2f}x"
 
 
+def _ppr_text(ppr: dict[str, Any], by: dict[str, Any]) -> str:
+    """PPR vs PRPACK at each damping: the default options' solver and the local push."""
+    ds = sorted(by, key=float, reverse=True)
+    name = {0.85: " (the paper's)", preset()["stitch"]["damping"]: " (the preset's)"}
+    sizes = list(ppr["sizes"])
+    lo = [n for n in sizes if int(n) >= 10_000]
+
+    def local(d, key="ours_local_push_vs_prpack_speedup_by_size"):
+        return by[d].get(key, {})
+    early = {m["git"]["commit"][:7] for m in ppr["params"].get("merged_from", {}).values() if m.get("git")}
+    return ("PPR vs igraph PRPACK (one thread, the exact solve's top-8 in order, prior on 300 chunks, "
+            f"{sizes[0]}-{sizes[-1]} chunks), median over sizes: the preset's `ppr_power_topk` "
+            + ", ".join(f"{by[d]['default_vs_prpack_speedup_median']:.1f}x at damping {d}{name.get(float(d), '')}"
+                        for d in ds)
+            + "; the measured rule `ppr=\"auto\"` (push or power, `config.ppr_solver`) "
+            + ", ".join(f"{by[d]['auto_vs_prpack_speedup_median']:.1f}x at {d}" for d in ds)
+            + "; the local push (`kernels/ppr_local.py`) from 10k chunks, min-max over sizes, "
+            + ", ".join(f"{min(local(d)[n] for n in lo):.1f}-{max(local(d)[n] for n in lo):.1f}x at {d}"
+                        for d in ds)
+            + " (CPU-time ratios " + ", ".join(
+                f"{min(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}-"
+                f"{max(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}x"
+                for d in ds)
+            + f"; {commit(ppr)}" + (f", smaller sizes at {', '.join(sorted(early))}" if early else "")
+            + f", {load_avg(ppr)})")
+
+
 @figure
 def speed() -> str:
     s, two, ppr = load("speed.json"), load("2wiki.json"), load("ppr.json")
@@ -181,12 +208,7 @@ def speed() -> str:
     return (f"Graph stage p50 {g['2wiki_p50']:.2f} ms on the 2Wiki index "
             f"({commit(two)}, under {repr_under(o['stitch'], o['hybrid'])}), "
             f"{g['1e6_p50']:.2f} ms at 1e6 and {g['1e7_p50']:.2f} ms at 1e7 synthetic entity "
-            f"states; PPR (`ppr_power_topk`) vs igraph PRPACK with the same top-8, median over "
-            f"1k-1M nodes: " + ", ".join(
-                f"{by[d]['default_vs_prpack_speedup_median']:.1f}x at damping {d}"
-                + {preset()["stitch"]["damping"]: " (the preset's)", 0.85: " (the paper's)"}.get(
-                    float(d), "") for d in sorted(by, key=float)) +
-            f" ({commit(ppr)}); two query threads {ratio} one (graph stage under "
+            f"states; {_ppr_text(ppr, by)}; two query threads {ratio} one (graph stage under "
             f"{under(t.get('options'), 'stitch')}); "
             f"{s['bandwidth_floor_ratio']:.0f}x the streaming memory-bandwidth floor")
 

@@ -10,6 +10,8 @@ whose norm is at most NORM_TOL times the bound sum_k f_k ||N_{i-1}[v_k]|| (the n
 terms would give without cancelling) is zero in N_i, not normalised: what is left after
 such a cancellation is rounding noise, whose direction depends on the order of the sum
 (a weight of 1.4e-45 beside weights of 1 flipped a row to -1.0 where the twin had 0.0).
+No other kernel normalises a signed sum: ppr.py / ppr_factored.py divide by row sums of
+non-negative weights and projection.py by a total of non-negative priors (no cancellation).
 """
 from __future__ import annotations
 

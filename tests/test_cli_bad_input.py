@@ -177,6 +177,21 @@ def test_undecodable_file_name_names_the_file_and_byte(tmp_path):
     assert not (tmp_path / "ix").exists()  # refused before any extraction or embedding
 
 
+def test_skipped_files_with_undecodable_names_are_listed_escaped(tmp_path):
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "ada.md").write_text("# Ada\n\nAda Lovelace was here.")
+    try:
+        Path(os.fsdecode(os.fsencode(src) + b"/x\xff.bin")).write_bytes(b"zz")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    r = hyperrag("index", src, tmp_path / "ix", *FAST)  # printing the skip list must not fail
+    assert r.returncode == 0 and r.stderr == "" and "x\\xff.bin" in r.stdout, r.stderr[-2000:]
+    r = hyperrag("index", src, tmp_path / "ix2", *FAST, "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr[-2000:]
+    assert ["x\\xff.bin", "unsupported file type '.bin'"] in json.loads(r.stdout)["report"]["skipped"]
+
+
 def test_lone_surrogate_in_jsonl_text_names_file_line_and_byte(tmp_path):
     src = tmp_path / "docs.jsonl"
     good = json.dumps({"title": "A", "text": "Ada wäs here."}, ensure_ascii=False) + "\n"
