@@ -407,3 +407,19 @@ def test_zscore_elimination_and_relevance_alignment():
         CodaOptions(align="nope")
     with pytest.raises(ValueError):
         CodaOptions(elim_calibration="nope")
+
+
+def test_alias_discovery_merges_abbreviations():
+    from hyperrag_fast.coda.consolidate import alias_pairs, alias_rows
+    got = alias_pairs(["Basal cell carcinoma (BCC) is the most common. BCC grows slowly.",
+                       "It is Erica Vagans, also known as Cornish Heath, here.",
+                       "A note (UK) and a mismatch Big Red Dog (XYZ)."])
+    assert set(got) == {("basal cell carcinoma", "bcc"), ("erica vagans", "cornish heath")}
+    ck = [ChunkKG((("Basal cell carcinoma", "entity", "a"), ("BCC", "entity", "b")), ()),
+          ChunkKG((("BCC", "entity", "c"),))]
+    kg = RawKG.from_chunk_kgs(ck)
+    ev, _ = raw_vectors(kg, EMB, {}, EMB.dim)
+    t = merge_entities(kg, ev, gate=2.0, aliases=got)  # no cosine candidate: aliases only
+    assert [(r.a, r.b, r.source) for r in t.rows] == [("basal cell carcinoma", "bcc", "alias")]
+    assert t.groups() == [["bcc", "basal cell carcinoma"]]  # heaviest member (2 chunks) heads
+    assert alias_rows(kg, {("x", "y"): 1}) == []
