@@ -39,8 +39,10 @@ def _docs(subset: str, data_dir=None):
 
 def sample(a) -> None:
     rng = random.Random(a.seed)
-    pairs = []
-    for subset in ("medical", "novel"):
+    out = Path(a.out)
+    pairs = ([json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+             if a.append else [])
+    for subset in a.subsets.split(","):
         docs, _ = _docs(subset, a.data_dir)
         rows: dict[str, dict] = {}
         for m in a.methods.split(","):
@@ -66,7 +68,7 @@ def sample(a) -> None:
                 pairs.append({"pair": len(pairs), "subset": subset, "qid": qid, "type": t,
                               "method": m, "k": a.k, "statement_index": si,
                               "statement": r["evidence"][si], "spans": spans})
-    Path(a.out).write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs),
+    out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs),
                            encoding="utf-8")
     print(f"{len(pairs)} pairs -> {a.out}")
 
@@ -135,6 +137,8 @@ def main() -> None:
     s.add_argument("--per-type", type=int, default=20)
     s.add_argument("--k", type=int, default=2, help="passages per labelled context")
     s.add_argument("--seed", type=int, default=23)
+    s.add_argument("--subsets", default="medical,novel")
+    s.add_argument("--append", action="store_true", help="add to the pairs already in --out")
     s.set_defaults(func=sample)
     s = sub.add_parser("show")
     s.add_argument("pairs")

@@ -332,7 +332,7 @@ def test_isolated_trailing_entities_and_empty_graph():
     assert r.wsum.tolist() == [2.0, 2.0, 0.0]
     assert np.all(g.frp[2] == 0)  # no neighbour: zero FastRP row
     res = r.retrieve(EMB.embed(["alone"])[0], "alone", 2,
-                     CodaOptions(k_entry=1, k_entry_relations=0, fill_dense=False))
+                     CodaOptions(align="count", k_entry=1, k_entry_relations=0, fill_dense=False))
     assert res.chunk_ids.tolist()[0] == 1
     empty = consolidate(RawKG.from_chunk_kgs([ChunkKG(error="x")]), np.zeros((0, 64), np.float32),
                         np.zeros((0, 64), np.float32))
@@ -376,7 +376,8 @@ def test_zscore_elimination_and_relevance_alignment():
     ent_sim = g.ent_vec @ q
     z = (ent_sim - ent_sim.mean()) / ent_sim.std()
     o = CodaOptions(k_entry=1, k_entry_relations=0, tau=-10.0, k_context=6, k_functional=3,
-                    elim_min_z=0.5, dense_pool=0)
+                    elim_min_z=0.5, dense_pool=0, align_items="all", align_pool="sum",
+                    graph_weight=0.1, lexical_weight=0.0)
     r = _ret(g, q_text, o)
     kept = set(r.detail["kept_entities"].tolist())
     for e, p in zip(r.detail["entities"].tolist(), r.detail["entity_path"]):
@@ -403,6 +404,14 @@ def test_zscore_elimination_and_relevance_alignment():
     cs = cv @ q
     full = {c: want.get(c, 0.0) + float(cs[c]) for c in range(4)}
     assert rd.chunk_ids.tolist() == sorted(full, key=lambda c: (-full[c], c))
+    # max pooling over relations only: a chunk's graph term is its best kept relation
+    rm = _ret(g, q_text, replace(o, align_items="relations", align_pool="max"))
+    best: dict[int, float] = {}
+    for rr in r.detail["kept_relations"].tolist():
+        ch = g.rel_chunks[g.rel_chunk_ptr[rr]:g.rel_chunk_ptr[rr + 1]].tolist()
+        for c in ch:
+            best[c] = max(best.get(c, 0.0), o.graph_weight * max(0.0, rz[rr]) / (1 + np.log(len(ch))))
+    assert rm.chunk_ids.tolist() == sorted(best, key=lambda c: (-best[c], c))[:4]
     with pytest.raises(ValueError):
         CodaOptions(align="nope")
     with pytest.raises(ValueError):

@@ -75,9 +75,12 @@ class CodaOptions:
     elim_calibration: str = "zscore"
     elim_min_z: float = 1.0
     dense_weight: float = 1.0
-    lexical_weight: float = 0.0
-    graph_weight: float = 0.1
+    lexical_weight: float = 0.3
+    graph_weight: float = 0.01
     dense_pool: int = 20
+    align_items: str = "relations"
+    align_pool: str = "max"
+    dedup_sim: float = 0.0
 
     def __post_init__(self) -> None:
         if self.align not in ALIGNS:
@@ -85,6 +88,8 @@ class CodaOptions:
         if self.elim_calibration not in CALIBRATIONS:
             raise ValueError(f"elim_calibration must be one of {CALIBRATIONS}, "
                              f"got {self.elim_calibration!r}")
+        if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
+            raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight) < 0 or self.dense_pool < 0:
             raise ValueError("dense_weight, lexical_weight, graph_weight and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
@@ -99,7 +104,9 @@ class CodaOptions:
             raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
 
 
-#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw top-fraction elimination
+#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
+#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
+#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
 PAPER = CodaOptions(align="count", elim_calibration="raw")
 
 
@@ -109,6 +116,37 @@ def _z(sim: np.ndarray) -> np.ndarray:
         return sim
     sd = float(sim.std())
     return (sim - float(sim.mean())) / sd if sd > 0 else np.zeros_like(sim)
+
+
+def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
+    """Greedy: walk ``order`` and skip a chunk whose cosine with a chosen one exceeds
+    ``limit`` (near-duplicate passages carry no new evidence); up to ``top_k``."""
+    chosen: list[int] = []
+    for j in order:
+        v = chunk_vec[ids[j]]
+        if all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
+            chosen.append(int(j))
+            if len(chosen) == top_k:
+                break
+    return np.asarray(chosen, np.int64)
+
+
+def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
+    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
+    parts_c, parts_w = [], []
+    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
+                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
+        if items.size:
+            lens = ptr[items + 1] - ptr[items]
+            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
+            parts_w.append(np.repeat(w, lens))
+    if not parts_c:
+        return np.zeros(0, np.int64), np.zeros(0)
+    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
+    ids, inv = np.unique(c, return_inverse=True)
+    best = np.zeros(ids.size)
+    np.maximum.at(best, inv, w)
+    return ids, best
 
 
 class KeywordExtractor(Protocol):
@@ -260,8 +298,13 @@ class CodaRetriever:
         nr = np.diff(g.rel_chunk_ptr)[KR].astype(np.float64)
         we = np.maximum(ez[KE], 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
         wr = np.maximum(rz[KR], 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
-        ids, gw = weighted_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr, g.rel_chunks,
-                                  KE, we, KR, wr)
+        if o.align_items == "relations":
+            KE, we = KE[:0], we[:0]
+        if o.align_pool == "max":
+            ids, gw = _max_chunks(g, KE, we, KR, wr)
+        else:
+            ids, gw = weighted_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr,
+                                      g.rel_chunks, KE, we, KR, wr)
         score = o.graph_weight * gw
         if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
             cs = self.chunk_vec @ q
@@ -284,7 +327,10 @@ class CodaRetriever:
                 pos = {int(c): i for i, c in enumerate(ids)}
                 for c, v in zip(lid, ls):
                     score[pos[int(c)]] += o.lexical_weight * v
-        o_ = np.lexsort((ids, -score))[:top_k]
+        o_ = np.lexsort((ids, -score))
+        if o.dedup_sim > 0 and self.chunk_vec is not None:
+            o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)
+        o_ = o_[:top_k]
         return ids[o_].astype(np.int64), score[o_]
 
     def _eliminate(self, text, E, R, ents, rels, ent_sim, rel_sim, o, ez=None, rz=None):

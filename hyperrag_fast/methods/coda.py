@@ -51,8 +51,8 @@ def _coda_method(name: str, switch: str | None, paper: bool = False):
         b = state.coda
         if b is None:
             raise missing(name, "coda")
-        base = replace(b.options, align=PAPER.align, elim_calibration=PAPER.elim_calibration) \
-            if paper else b.options
+        base = replace(b.options, align=PAPER.align, elim_calibration=PAPER.elim_calibration,
+                       lexical_weight=0.0) if paper else b.options
         opts = base if switch is None else replace(base, **{switch: False})
         t0 = time.perf_counter()
         r = b.retriever.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
