@@ -7,7 +7,7 @@ import numpy as np
 from hyperrag_fast.ann import VectorIndex
 from hyperrag_fast.config import AnnParams
 from hyperrag_fast.engine import StitchEngine
-from hyperrag_fast.hypergraph import hypergraph_from_flat
+from hyperrag_fast.indexing.hypergraph import hypergraph_from_flat
 from hyperrag_fast.config import StitchOptions
 from hyperrag_fast.config import QueryOptions
 

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from hyperrag_fast.hypergraph import hypergraph_from_flat
+from hyperrag_fast.indexing.hypergraph import hypergraph_from_flat
 from hyperrag_fast.kernels.build import build_arrays
 
 try:

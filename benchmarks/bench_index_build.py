@@ -10,7 +10,7 @@
 Each corpus is written as JSONL and indexed by ``hyperrag index SRC OUT --json --quiet``
 in a child process; its wall time and peak RSS come from ``os.wait4`` (the whole
 process), the per-stage busy seconds and peak RSS from the build's own report
-(``hyperrag_fast.build.clock``: load+chunk, extract, embed, assemble, ann, save). In the
+(``hyperrag_fast.indexing.clock``: load+chunk, extract, embed, assemble, ann, save). In the
 same run, the raw embedder (``OnnxMiniLM().embed`` in one call, length-sorted) embeds
 the index's distinct texts (or ``--raw-fraction`` of them, a uniform sample) and its
 throughput is set beside the build's embed stage. Synthetic corpora come from
@@ -181,8 +181,8 @@ def embed_ab(n_docs: int, partition_docs: int, repeats: int = 3) -> dict:
     texts (states' sentences, topics, passages of the first n 2Wiki passages, from the
     offline extractor) embedded as the build does (one ``embed`` call per partition's new
     texts) and in one call, alternated in one process; medians of ``repeats``."""
-    from hyperrag_fast.build.flat import partition_texts
-    from hyperrag_fast.build.partition import chunk_partition, embed_checked, extract_chunks
+    from hyperrag_fast.indexing.flat import partition_texts
+    from hyperrag_fast.indexing.partition import chunk_partition, embed_checked, extract_chunks
     from hyperrag_fast.chunking import load_documents
     from hyperrag_fast.embed.onnx_minilm import OnnxMiniLM
     from hyperrag_fast.extract.offline import OfflineExtractor

@@ -106,7 +106,7 @@ def build_ann(vecs, ann_max, seed, label):
 
 def one(n_states, a):
     from hyperrag_fast.engine import StitchEngine
-    from hyperrag_fast.hypergraph import hypergraph_from_flat
+    from hyperrag_fast.indexing.hypergraph import hypergraph_from_flat
     try:
         from ._setup import K, K_CHUNKS, VARIANTS, describe
     except ImportError:

@@ -20,17 +20,19 @@ expansion_search = 128) ~0.9 ms at 6k with recall@50 0.993, but builds at only
 ``benchmarks/results/kernel_micro.json``) and releases the GIL; BLAS is kept off the query
 path because OpenBLAS's pool spins on the other core between calls.
 A single query searches usearch with one thread (``AnnParams.threads`` is for batches).
+
+The read side only: building, extending, spilling and saving an HNSW graph live in
+:mod:`hyperrag_fast.indexing.hnsw` (docs/architecture.md §1).
 """
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
 from .config import BACKENDS, EXACT_THRESHOLD, AnnParams  # noqa: F401  (AnnParams: configuration)
 from .kernels.dense import all_finite, exact_topk, expand_rescore_topk
-
-_ADD_BLOCK = 16384  # rows handed to usearch per add call (bounded gather)
 
 
 def top_k_desc(scores: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
@@ -48,10 +50,14 @@ def top_k_desc(scores: np.ndarray, k: int, exclude: np.ndarray | None = None) ->
     return part[np.lexsort((part, -s[part]))].astype(np.int64)
 
 
-def _usearch_index(dim: int, p: AnnParams):
-    from usearch.index import Index
-    return Index(ndim=dim, metric="cos", dtype=p.storage, connectivity=p.connectivity,
-                 expansion_add=p.expansion_add, expansion_search=p.expansion_search)
+class DistinctRows(NamedTuple):
+    """The distinct rows of a matrix (made at build time, ``indexing.distinct``): ``rep``
+    the first row of each distinct value, in order of first occurrence; the rows equal
+    to distinct row j are ``ids[ptr[j]:ptr[j + 1]]`` (ascending)."""
+
+    rep: np.ndarray
+    ptr: np.ndarray
+    ids: np.ndarray
 
 
 class VectorIndex:
@@ -59,10 +65,14 @@ class VectorIndex:
 
     ``vectors`` may be a read-only memory map; it is kept (not copied) because both
     back ends need it (exact search, rescoring). Thread-safe for concurrent searches.
+    ``hnsw``: a usearch graph over the ``distinct`` rows (:meth:`load`, or built by
+    :func:`hyperrag_fast.indexing.hnsw.build_vector_index`); without one the search is exact,
+    and a matrix whose ``params`` ask for usearch raises (this module builds nothing).
     """
 
     def __init__(self, vectors: np.ndarray, params: AnnParams | None = None,
-                 _hnsw=None, distinct=None) -> None:
+                 hnsw=None, distinct: DistinctRows | None = None,
+                 file: str | None = None) -> None:
         v = np.asarray(vectors)
         if v.ndim != 2:
             raise ValueError(f"vectors must be a 2-d array, got shape {v.shape}")
@@ -70,60 +80,24 @@ class VectorIndex:
             v = v.astype(np.float32)
         self.vectors = np.ascontiguousarray(v)
         self.params = params or AnnParams()
-        self.hnsw = _hnsw
-        self._file: str | None = None  # the usearch file the graph is a view of
+        self.hnsw = hnsw
+        self.file = file  # the usearch file the graph is a view of (None: in memory)
         self._rep = self._dup_ptr = self._dup_ids = None
-        if self.hnsw is not None or self.params.use_usearch(self.n):
+        if hnsw is None and self.params.use_usearch(self.n):
+            raise ValueError(f"{self.n} rows with backend {self.params.backend!r} need an HNSW "
+                             "graph: build it with hyperrag_fast.indexing.hnsw.build_vector_index")
+        if hnsw is not None:
             if distinct is None:
-                from .build.distinct import distinct_rows
-                distinct = distinct_rows(self.vectors)
+                raise ValueError("a usearch graph needs the distinct rows it was built over")
             self._rep, self._dup_ptr, self._dup_ids = distinct
-        if self.hnsw is None and self.params.use_usearch(self.n):
-            self.hnsw = _usearch_index(self.dim, self.params)
-            from .mmaps import release
-            for b in range(0, self._rep.shape[0], _ADD_BLOCK):
-                rep = self._rep[b:b + _ADD_BLOCK]
-                self.hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64),
-                              np.ascontiguousarray(self.vectors[rep]), threads=self.params.threads)
-                release(self.vectors)
-        if self.hnsw is not None and len(self.hnsw) != self._rep.shape[0]:
-            raise ValueError(f"usearch index holds {len(self.hnsw)} vectors, the matrix has "
-                             f"{self._rep.shape[0]} distinct rows")
+            if len(hnsw) != self._rep.shape[0]:
+                raise ValueError(f"usearch index holds {len(hnsw)} vectors, the matrix has "
+                                 f"{self._rep.shape[0]} distinct rows")
 
-    def extended(self, vectors: np.ndarray, params: AnnParams | None = None) -> "VectorIndex":
-        """An index over ``vectors`` = this index's rows followed by new ones (``add``): the
-        HNSW graph is copied and only the new distinct rows are inserted (distinct ids are
-        in order of first occurrence, so the old ones keep theirs). Anything else (exact
-        back end, other rows in front) builds a new index."""
-        params = params or self.params
-        v = np.asarray(vectors)
-        n_old = self.n
-        probe = self._rep[np.linspace(0, self._rep.shape[0] - 1, 64).astype(np.int64)] \
-            if self._rep is not None and self._rep.shape[0] else np.zeros(0, np.int64)
-        if (self.hnsw is None or not params.use_usearch(v.shape[0]) or v.shape[0] < n_old
-                or not np.array_equal(v[probe], self.vectors[probe])):  # the same rows in front
-            return VectorIndex(vectors, params)
-        from .build.distinct import distinct_rows
-        d = distinct_rows(v)
-        old = self._rep.shape[0]
-        if d.rep.shape[0] < old or not np.array_equal(d.rep[:old], self._rep):
-            return VectorIndex(vectors, params, distinct=d)
-        if self._file is not None:  # read the file into memory: copying the view would
-            from usearch.index import Index  # also leave all its mapped pages resident
-            hnsw = Index.restore(self._file, view=False)
-        else:
-            hnsw = self.hnsw.copy()
-        for b in range(old, d.rep.shape[0], _ADD_BLOCK):
-            rep = d.rep[b:b + _ADD_BLOCK]
-            hnsw.add(np.arange(b, b + rep.shape[0], dtype=np.uint64), np.ascontiguousarray(v[rep]),
-                     threads=params.threads)
-        return VectorIndex(vectors, params, _hnsw=hnsw, distinct=d)
-
-    def distinct(self):
-        """The distinct-row structure (``build.distinct.DistinctRows``) or None (exact)."""
+    def distinct(self) -> DistinctRows | None:
+        """The distinct-row structure the HNSW graph holds, or None (exact)."""
         if self._rep is None:
             return None
-        from .build.distinct import DistinctRows
         return DistinctRows(self._rep, self._dup_ptr, self._dup_ids)
 
     @property
@@ -185,46 +159,24 @@ class VectorIndex:
                 ids[i], sims[i] = e_ids[0], e_s[0]
         return ids, sims
 
-    # --------------------------------------------------------------- persistence
-    def save(self, path: str | os.PathLike) -> bool:
-        """Write the usearch index to ``path``; returns False (nothing written) for exact.
-        An index that is a view of a file (:meth:`spilled`, :meth:`load`) hard-links it."""
-        if self.hnsw is None:
-            return False
-        if self._file is not None:
-            try:
-                os.link(self._file, path)
-                return True
-            except OSError:
-                pass
-        self.hnsw.save(os.fspath(path))
-        return True
-
-    def spilled(self, path: str | os.PathLike) -> "VectorIndex":
-        """The same index with its HNSW graph written to ``path`` and memory-mapped from
-        there (a build holds no graph in memory between building and saving)."""
-        if self.hnsw is None:
-            return self
-        self.hnsw.save(os.fspath(path))
-        return VectorIndex.load(self.vectors, path, self.params, view=True,
-                                distinct=self.distinct())
-
+    # ------------------------------------------------------------------ loading
     @classmethod
     def load(cls, vectors: np.ndarray, path: str | os.PathLike | None,
              params: AnnParams | None = None, view: bool = True,
-             distinct=None) -> "VectorIndex":
-        """Rebuild around ``vectors``; ``path`` (a saved usearch file) is memory-mapped
-        when ``view`` (read-only, no copy) or read into memory; None means exact."""
+             distinct: DistinctRows | None = None) -> "VectorIndex":
+        """Open around ``vectors``; ``path`` (a saved usearch file, with the ``distinct``
+        rows saved beside it) is memory-mapped when ``view`` (read-only, no copy) or read
+        into memory; None means exact."""
+        p = params or AnnParams()
         if path is None:
-            p = params or AnnParams()
             return cls(vectors, AnnParams(**{**p.__dict__, "backend": "exact"}))
         from usearch.index import Index
+
+        from .hnsw_check import check_hnsw  # usearch trusts its files: check them first
+        check_hnsw(path, np.shape(vectors)[1], None if distinct is None else len(distinct[0]))
         hnsw = Index.restore(os.fspath(path), view=view)
         if hnsw is None:
             raise ValueError(f"{path}: not a usearch index file")
-        p = params or AnnParams()
         hnsw.expansion_search = p.expansion_search
-        out = cls(vectors, AnnParams(**{**p.__dict__, "backend": "usearch"}), _hnsw=hnsw,
-                  distinct=distinct)
-        out._file = os.fspath(path) if view else None
-        return out
+        return cls(vectors, AnnParams(**{**p.__dict__, "backend": "usearch"}), hnsw=hnsw,
+                   distinct=distinct, file=os.fspath(path) if view else None)

@@ -1,5 +1,5 @@
 """``hyperrag`` command line: index, add, delete, upgrade, build-methods, query, ask, info,
-demo, eval.
+demo, eval, serve.
 
 ``ask`` and ``eval`` live in :mod:`hyperrag_fast.cli_answers`.
 
@@ -14,14 +14,16 @@ import json
 import sys
 import tempfile
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from .cli_errors import debug, is_user_error, report, run_console
 from .embed.registry import embedder_for_name, make_embedder
-from .store import IndexError_, read_manifest
+from .store import read_manifest
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
 DEMO_QUESTIONS = (
@@ -100,11 +102,19 @@ def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = 
 
 def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None,
           threads: int | None = None):
+    """The index at ``path`` to update (``HyperIndex``: the write side)."""
     from .index import HyperIndex
     manifest = read_manifest(path)
     extractor = extractor_for(manifest, args, path) if with_extractor else None
     return HyperIndex.load(path, embedder=embedder_for(manifest, threads), verify=verify,
                            extractor=extractor)
+
+
+def _open(path: str, verify: bool = True, threads: int | None = None):
+    """The index at ``path`` to query (``IndexReader``: no write-side module is imported)."""
+    from .reader import IndexReader
+    return IndexReader.open(path, embedder=embedder_for(read_manifest(path), threads),
+                            verify=verify)
 
 
 def _existing(path: str) -> str:
@@ -149,17 +159,22 @@ def _all_failed(rep, what: str) -> None:
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
     from .intake import check_new_index_target, check_writable_parent
-    from .publish import writer_lock
+    from .publish import first_build, unfinished_build, writer_lock
     from .store import current_generation
-    check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
-                           or (p / "manifest.json").is_file())  # or an old-format index
+    resumed = unfinished_build(a.index)  # what a killed first build left: carry on
+    if resumed:
+        check_writable_parent(Path(a.index))
+    else:
+        check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
+                               or (p / "manifest.json").is_file())  # or an old-format index
     if a.cache_dir:
         check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
     extractor = make_extractor(a.extractor, a, a.index)
     docs = _documents(a)
     created = not Path(a.index).exists()
     try:
-        with writer_lock(a.index, a.lock_timeout):
+        with writer_lock(a.index, a.lock_timeout) as root, \
+                first_build(root) if created or resumed else nullcontext():
             ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
                                   progress=not a.quiet, max_tokens=a.max_tokens,
                                   overlap=a.overlap, cache_dir=a.cache_dir,
@@ -215,16 +230,21 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
-def query_options(a):
-    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments."""
-    from .config import QueryOptions
-    return QueryOptions(method=a.method, k_nodes=a.k_nodes, k_chunks=a.k_chunks).with_top_k(a.top_k)
+def query_options(a, embedder_name: str | None = None):
+    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments:
+    the preset of the index's embedder (``config.preset_for``), with the options given."""
+    from .config import preset_for
+    o = preset_for(embedder_name)
+    o = replace(o, method=a.method,
+                k_nodes=o.k_nodes if a.k_nodes is None else a.k_nodes,
+                k_chunks=o.k_chunks if a.k_chunks is None else a.k_chunks)
+    return o if a.top_k is None else o.with_top_k(a.top_k)
 
 
 def _retriever(ix, path: str, method: str):
     """A retriever with the prebuilt structures ``method`` reads (none for most)."""
     from .methods import needs
-    from .prebuilt import load_prebuilt
+    from .prebuilt_reader import load_prebuilt
     from .retriever import Retriever
     return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge)))
 
@@ -240,9 +260,9 @@ def cmd_query(a) -> dict[str, Any] | None:
     questions = read_questions(a.questions) if a.questions is not None else None
     from .lean import settle, skip_blas_probe
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
-    ix = _load(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
+    ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
-    opts = query_options(a)
+    opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method)
 
     def render(res) -> dict[str, Any]:
@@ -265,18 +285,20 @@ def cmd_query(a) -> dict[str, Any] | None:
 
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
-    return ask(a, lambda path, verify: _retriever(_load(path, verify=verify), path, a.method))
+    return ask(a, lambda path, verify: _retriever(_open(path, verify=verify), path, a.method))
 
 
 def cmd_build_methods(a) -> dict[str, Any]:
     """Build (and save beside the index) what the named methods read."""
     from .methods import needs
     from .prebuilt import STRUCTURES, ensure_prebuilt
-    ix = _load(a.index)
-    names = a.methods or None
-    structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
-                  else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
-    pre = ensure_prebuilt(a.index, ix, structures)
+    from .publish import writer_lock
+    with writer_lock(a.index, a.lock_timeout, create=False):  # one writer of prebuilt/
+        ix = _load(a.index)
+        names = a.methods or None
+        structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
+                      else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
+        pre = ensure_prebuilt(a.index, ix, structures)
     return {"index": a.index, "built": structures,
             "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
 
@@ -291,7 +313,7 @@ def cmd_upgrade(a) -> dict[str, Any]:
 
 
 def cmd_info(a) -> dict[str, Any]:
-    ix = _load(a.index, verify=not a.no_verify)
+    ix = _open(a.index, verify=not a.no_verify)
     g = ix.graph
     sizes = Counter()
     for key, n in zip(g.group_key, g.group_sizes().tolist()):
@@ -300,6 +322,14 @@ def cmd_info(a) -> dict[str, Any]:
     m.pop("files", None)
     m.pop("xxh3_128", None)
     return {"manifest": m, "biggest_groups": sizes.most_common(a.groups)}
+
+
+def cmd_serve(a) -> None:
+    """The HTTP service (:mod:`hyperrag_fast.serve`, extra ``serve``), until a signal."""
+    from .serve import require
+    require()
+    from .serve.main import serve
+    serve(a)
 
 
 def cmd_demo(a) -> dict[str, Any]:
@@ -350,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_parser import build_parser as parser_for
     return parser_for(Commands(index=cmd_index, add=cmd_add, delete=cmd_delete,
                                upgrade=cmd_upgrade, build_methods=cmd_build_methods,
-                               query=cmd_query, ask=cmd_ask, info=cmd_info, demo=cmd_demo))
+                               query=cmd_query, ask=cmd_ask, info=cmd_info, demo=cmd_demo,
+                               serve=cmd_serve))
 
 
 def _print_human(cmd: str, out: dict[str, Any]) -> None:
@@ -371,18 +402,13 @@ def _print_human(cmd: str, out: dict[str, Any]) -> None:
               f"(dim {m['embedder']['dim']}), extractor {m['extractor']}, merge {m['merge']}")
         print("counts: " + ", ".join(f"{k}={v}" for k, v in m["counts"].items()))
         print("biggest name groups: " + ", ".join(f"{k} ({n})" for k, n in out["biggest_groups"]))
+    elif cmd == "build-methods":
+        print(f"built {', '.join(out['built']) or 'nothing'}; the index now has "
+              f"{', '.join(out['have']) or 'no prebuilt structures'}")
     else:
         if "report" in out:
             print(out["report"]["summary"])
         print("counts: " + ", ".join(f"{k}={v}" for k, v in out["counts"].items()))
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors printed as one line (exit 2); LLMError only if the LLM client was imported
-    (a query never imports it: ~17 ms of http/email modules)."""
-    client = sys.modules.get(f"{__package__}.llm.client")
-    return (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
-            ValueError) + ((client.LLMError,) if client is not None else ())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -393,11 +419,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         out = args.func(args)
-    except Exception as e:  # noqa: BLE001 - only the user-facing kinds below are caught
-        if not isinstance(e, _user_errors()):
+    except Exception as e:  # noqa: BLE001 - known kinds only (cli_errors), the rest raised
+        if debug() or not is_user_error(e):
             raise
-        print(f"hyperrag: error: {e}", file=sys.stderr)
-        return 2
+        return report(e)
     if out is None:  # the command printed its own output (query --questions)
         return 0
     if args.json:
@@ -408,14 +433,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> int:
-    """The console entry (``hyperrag``): :func:`main` in a process of its own, with the
-    garbage collector handled as :mod:`hyperrag_fast.lean` explains."""
-    import gc
-    gc.disable()
-    try:
-        return main()
-    finally:
-        gc.freeze()  # the interpreter's exit then scans nothing it need not
+    """``python -m hyperrag_fast.cli``: :func:`main` under the exit rules of
+    :mod:`hyperrag_fast.cli_errors` (the ``hyperrag`` command is
+    :func:`hyperrag_fast.console.run`, which imports this module under them too)."""
+    return run_console(main)
 
 
 if __name__ == "__main__":

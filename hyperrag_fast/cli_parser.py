@@ -20,6 +20,7 @@ class Commands(NamedTuple):
     ask: Handler
     info: Handler
     demo: Handler
+    serve: Handler | None = None
 
 
 def build_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -104,9 +105,8 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.add_argument("index")
     s.set_defaults(func=commands.upgrade)
 
-    from .config import TUNED
-    from .methods import METHODS
-    s = sub.add_parser("build-methods", parents=[common],
+    from .config import METHOD_NAMES, TUNED
+    s = sub.add_parser("build-methods", parents=[common, lock],
                        help="build what merge_full/merge_none/coda*/stitch_consolidated read")
     s.add_argument("index")
     s.add_argument("methods", nargs="*", metavar="METHOD",
@@ -119,16 +119,19 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.add_argument("--questions", default=None, metavar="FILE",
                    help="answer every line of FILE (- = stdin): a JSON object "
                         '{"question", "id"?} or plain text; prints one JSON line each')
-    s.add_argument("--method", choices=sorted(METHODS), default=TUNED.method)
-    s.add_argument("--top-k", type=int, default=TUNED.top_k)
-    s.add_argument("--k-nodes", type=int, default=TUNED.k_nodes, help="K_V: candidate entity states")
-    s.add_argument("--k-chunks", type=int, default=TUNED.k_chunks, help="K_C: candidate chunks")
+    s.add_argument("--method", choices=METHOD_NAMES, default=TUNED.method)
+    s.add_argument("--top-k", type=int, default=None,
+                   help=f"chunks returned (default: the index embedder's preset, {TUNED.top_k})")
+    s.add_argument("--k-nodes", type=int, default=None,
+                   help="K_V: candidate entity states (default: the preset's)")
+    s.add_argument("--k-chunks", type=int, default=None,
+                   help="K_C: candidate chunks (default: the preset's)")
     s.add_argument("--explain", action="store_true", help="include intermediates")
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
     s.set_defaults(func=commands.query)
 
     from .cli_answers import add_ask_parser, add_eval_parser
-    add_ask_parser(sub, [common], METHODS, commands.ask)
+    add_ask_parser(sub, [common], METHOD_NAMES, commands.ask)
     add_eval_parser(sub)
 
     s = sub.add_parser("info", parents=[common], help="manifest, counts, biggest name groups")
@@ -141,4 +144,8 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.add_argument("--dir", default=None, help="where to write the demo index")
     s.add_argument("--cache-dir", default=None, help="LLM answer cache (default <DIR>.cache)")
     s.set_defaults(func=commands.demo)
+
+    if commands.serve is not None:
+        from .cli_serve import add_serve_parser
+        add_serve_parser(sub, [common], METHOD_NAMES, commands.serve)
     return p

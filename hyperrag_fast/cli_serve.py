@@ -27,6 +27,8 @@ def add_serve_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: S
     s.add_argument("--workers", type=int, default=0, help="query threads (default: the cores)")
     s.add_argument("--queue", type=int, default=None,
                    help="requests waiting beyond the workers before 503 (default 4 x workers)")
+    s.add_argument("--max-wait", type=float, default=0.05,
+                   help="seconds a request may wait for a worker before 503 (0: no limit)")
     s.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     s.add_argument("--max-batch", type=int, default=64, help="questions per request")
     s.add_argument("--embed-threads", type=int, default=1,

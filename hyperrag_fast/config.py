@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
 DECAYS = ("tanh", "exp", "sigmoid")
-PPRS = ("none", "power", "push", "factored")
+PPRS = ("none", "power", "push", "factored", "auto")
 ALPHAS = ("ratio", "fixed", "log")
 WEIGHTS = ("log1p", "idf", "none")
 GRAPH_WEIGHTS = ("uniform", "inverse_size")
@@ -51,10 +51,13 @@ class StitchOptions:
     chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
     (paper: power iteration to max-abs-change < tol, stopped earlier once its top-k order
     is certified equal to the exact solve's, ``kernels.ppr.ppr_power_topk``), "push"
-    (forward push, L1 error <= tol), "factored" (the same power iteration, same results
+    (local forward push, per-node threshold lowered until the top-k order is certified,
+    else down to r(v) <= tol * wsum(v), every score then within tol * wsum(v);
+    ``kernels.ppr_local``), "factored" (the same power iteration, same results
     to rounding, on the chunk-group incidences instead of the deduplicated arcs: a name
     group of s chunks costs s, not s (s - 1); needs graph_weight "inverse_size";
-    ``kernels.ppr_factored``) or "none" (rank by prior).
+    ``kernels.ppr_factored``), "auto" (push or power by the measured rule
+    :func:`ppr_solver`) or "none" (rank by prior).
     """
 
     delta: float = 0.5
@@ -136,6 +139,13 @@ class HybridOptions:
     question contains (name keys; a disambiguator such as "(song)" included, and a title
     inside a longer matched title dropped) joins C0 with its share of the prior term
     title_chunks: a title's term is split over its chunks by max(0, sim(q, c)).
+    title_top > 0: only each named title's ``title_top`` chunks most similar to q join
+    (a page of many paragraphs; 0 = all of them; a one-chunk title is unchanged).
+
+    rank_weights (ours, off = empty): the final ranking is bias + w . x over C_q's
+    per-chunk features x (``methods.fusion.FEATURES``: prior and PPR shares and ranks,
+    dense rank, similarity, STIBP score, BM25 and title terms), weights
+    ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
 
     phrase_sim > 0 (ours): the question's capitalised phrases that name no group exactly
     are embedded (one embedder call per question) and seed the groups of the entity states
@@ -158,8 +168,14 @@ class HybridOptions:
     title_chunks: float = 0.0
     hop_titles: bool = False
     phrase_sim: float = 0.0
+    rank_weights: tuple[float, ...] = ()
+    title_top: int = 0
 
     def __post_init__(self) -> None:
+        if self.title_top < 0:
+            raise ValueError("title_top must be >= 0")
+        if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
+            raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
         if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
             raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
@@ -210,6 +226,41 @@ class AnnParams:
         return self.backend == "usearch"
 
 
+# ------------------------------------------------------------------ PPR solver rule
+#: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
+#: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
+#: them, else the power iteration. Measured single-threaded, both solvers on the same
+#: graphs and priors in one run, both with the exact solve's top-8 in order
+#: (``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --repeats 5
+#: --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json``, CPU time, load ~16-22):
+#: with a prior on every chunk (as a query's prior over C_q is) push loses at every size
+#: and damping (1k-100k: 1.2-18x slower); with 300 prior chunks it loses at 1,009 chunks
+#: (d .85 / .5 / .2: 3.39 vs 0.17, 0.26 vs 0.085, 0.054 vs 0.033 ms) and at 9,969 chunks
+#: with d = .85 (7.9 vs 2.9 ms), and wins at 9,969 chunks (3.0 %) with d = .5 / .2 (0.37 vs
+#: 1.05, 0.12 vs 0.54 ms) and at 99,658 chunks (0.30 %) at every damping (1.3 vs 108,
+#: 1.3 vs 24, 0.37 vs 6.6 ms). The thresholds are those measured winning points; between
+#: them and the losing ones the crossover is not measured. A 2Wiki query (|C_q| ~ 50, the
+#: whole corpus 6,119 chunks) therefore always runs power: on the corpora the presets were
+#: measured on "auto" is "power", so the presets keep the name their recorded results carry.
+PUSH_MIN_CHUNKS = 9_969
+#: (largest damping, largest prior support / chunks) pairs, by increasing damping
+PUSH_MAX_FRACTION = ((0.5, 300 / 9_969), (1.0, 300 / 99_658))
+
+
+def push_max_fraction(damping: float) -> float:
+    """The largest prior support (as a fraction of the chunks) for which ppr="auto" pushes."""
+    for d_max, frac in PUSH_MAX_FRACTION:
+        if damping <= d_max:
+            return frac
+    return 0.0
+
+
+def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
+    """"push" or "power": the solver ppr="auto" runs (the rule above)."""
+    push = n_chunks >= PUSH_MIN_CHUNKS and prior_nnz <= push_max_fraction(damping) * n_chunks
+    return "push" if push else "power"
+
+
 def _one_of(name: str, value: str, allowed) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
@@ -236,14 +287,14 @@ PAPER_HYBRID = HybridOptions()
 #: HotpotQA .640/.875/.940 -> .680/.890/.935. The second round (``hop_chunks``) won on
 #: dev (.709/.881/.941) but lost on HotpotQA (.665/.880/.920), so it stayed off: an
 #: option the default keeps must hold on both datasets
-#: (``benchmarks/results/quality15/quality_search_minilm_*.md``). Then question-side
+#: (``benchmarks/experiments/results/quality_search/quality_search_minilm_*.md``). Then question-side
 #: linking: ``title_words`` (a one-word title) and ``title_chunks`` (a named title's
 #: chunks get a prior term), both gaining on dev and HotpotQA; with them the second round
 #: (1 chunk, value 1) won on dev and on HotpotQA too, so it is on, and a fourth stage then
 #: started it from the named titles' chunks as well (``hop_titles``: dev objective
 #: +.007, HotpotQA +.003). The search's title stage takes the weakest value within .005
 #: of the dev best; with ``hop_titles`` on that is .3 (was 3), and a further pass changes
-#: nothing (``quality15/quality_search_minilm_{title_chunks,hop_titles,second_pass,
+#: nothing (``experiments/results/quality_search/quality_search_minilm_{title_chunks,hop_titles,second_pass,
 #: fixed_point}.md``).
 TUNED_STITCH = StitchOptions(
     delta=0.8,
@@ -267,6 +318,13 @@ TUNED_K_NODES = 25
 TUNED_K_CHUNKS = 50
 #: the method the API and the CLI run when none is named
 DEFAULT_METHOD = "stitch"
+#: the names ``hyperrag_fast.methods.METHODS`` registers (tests/test_layout.py checks), so the
+#: CLI's parser offers them without importing the query kernels
+METHOD_NAMES = (
+    "binary_ppr", "binary_prior", "bm25", "coda", "coda_no_contextual", "coda_no_elimination",
+    "coda_no_functional", "coda_no_semantic", "decay_exp", "decay_sigmoid", "decay_tanh",
+    "dense", "merge_full", "merge_none", "merge_semi", "no_ppr", "no_spatial", "no_stibp",
+    "no_temporal", "stitch", "stitch_consolidated", "stitch_paper")
 #: the embedder kind (``embed.registry.make_embedder``) the CLI and the eval harness use
 #: when none is named
 DEFAULT_EMBEDDER = "minilm"
@@ -306,6 +364,25 @@ TUNED = QueryOptions()
 #: STITCH-RAG as published (method ``stitch_paper``: the paper's constants, no signals)
 PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_paper")
 
+#: The preset per shipped embedder (issue 21; docs/architecture.md §6): each chosen by
+#: ``benchmarks/quality_search.py`` with that embedder's indexes on the three dev families
+#: by the worst family's lift over dense (its tuning file is named beside each preset).
+#: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
+TUNED_BGE = TUNED
+PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
+#: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
+PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))
+
+
+def preset_for(embedder_name: str | None) -> QueryOptions:
+    """The preset of the embedder an index was built with (its manifest's
+    ``embedder.name``): :data:`PRESETS` by name prefix; any other embedder (hashing, an
+    OpenAI-compatible service) gets :data:`TUNED`, the MiniLM preset."""
+    for prefix, kind in PRESET_NAMES:
+        if embedder_name and embedder_name.startswith(prefix):
+            return PRESETS[kind]
+    return TUNED
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -343,3 +420,69 @@ class BuildOptions:
     @property
     def distributed(self) -> bool:
         return bool(self.workers or self.scheduler)
+
+
+#: CODA alignment modes and elimination calibrations (coda/retrieve.py, docs/architecture.md §7)
+CODA_ALIGNS = ("count", "relevance")
+CODA_CALIBRATIONS = ("raw", "zscore")
+
+
+@dataclass(frozen=True)
+class CodaOptions:
+    """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
+
+    semantic: bool = True
+    contextual: bool = True
+    functional: bool = True
+    elimination: bool = True
+    k_entry: int = 10
+    k_entry_relations: int = 10
+    alpha: float = 0.5
+    beta: float = 0.4
+    tau: float = 0.35
+    ppr_d: float = 0.85
+    ppr_tol: float = 1e-6
+    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
+    k_context: int = 10
+    k_functional: int = 10
+    elim_keep_frac: float = 0.5
+    elim_min_sim: float = -1.0
+    fill_dense: bool = True
+    align: str = "relevance"
+    elim_calibration: str = "zscore"
+    elim_min_z: float = 1.0
+    dense_weight: float = 1.0
+    lexical_weight: float = 0.3
+    graph_weight: float = 0.01
+    dense_pool: int = 20
+    align_items: str = "relations"
+    align_pool: str = "max"
+    dedup_sim: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.align not in CODA_ALIGNS:
+            raise ValueError(f"align must be one of {CODA_ALIGNS}, got {self.align!r}")
+        if self.elim_calibration not in CODA_CALIBRATIONS:
+            raise ValueError(f"elim_calibration must be one of {CODA_CALIBRATIONS}, "
+                             f"got {self.elim_calibration!r}")
+        if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
+            raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
+        if min(self.dense_weight, self.lexical_weight, self.graph_weight) < 0 or self.dense_pool < 0:
+            raise ValueError("dense_weight, lexical_weight, graph_weight and dense_pool must be >= 0")
+        for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if not 0.0 <= self.ppr_d < 1.0:
+            raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
+        if not 0.0 <= self.elim_keep_frac <= 1.0:
+            raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
+        if self.ppr_solver not in ("push", "power"):
+            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
+
+
+
+#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
+#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
+#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
+CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")

@@ -1,11 +1,12 @@
-"""``HyperIndex``: build, save, load and incrementally update an index (docs/architecture.md §2).
+"""``HyperIndex``: build, save and incrementally update an index, the write side of
+:class:`~hyperrag_fast.reader.IndexReader` (docs/architecture.md §1, §2).
 
 An index is the chunks in preprocessing order, one stored extraction per chunk, the
 hypergraph arrays built from those extractions, one embedding per node description,
 topic sentence and chunk (its passage's, or pooled from its sentences: §10; memory-mapped
 files), one
 :class:`~hyperrag_fast.ann.VectorIndex` per kind and the BM25 postings. Building streams
-partitions through :mod:`hyperrag_fast.build` (docs/architecture.md §10). ``add`` appends
+partitions through :mod:`hyperrag_fast.indexing` (docs/architecture.md §10). ``add`` appends
 the new documents' partitions to the loaded arrays and vectors (read through their memory
 maps) and inserts only new rows into the HNSW graphs; ``delete`` reassembles the kept
 extractions. Neither re-extracts nor re-embeds a stored text, so ``build(A + B)`` and
@@ -28,36 +29,33 @@ import numpy as np
 from . import __version__
 from .ann import AnnParams, VectorIndex
 from .mmaps import trim_heap
-from .build.clock import StageClock, peak_rss_mb, rss_mb
-from .build.distinct import DistinctRows
-from .build.lexical import BM25Arrays, fit_bm25
+from .indexing.clock import StageClock, peak_rss_mb, rss_mb
+from .indexing.hnsw import build_vector_index, extend_vector_index, save_vector_index, spill
+from .indexing.lexical import BM25Arrays, fit_bm25
 from .config import DEFAULT_CHUNK_VECTORS, BuildOptions
-from .build.vectors import TextVectors
+from .indexing.vectors import TextVectors
 from .chunking import LoadResult, chunk_passage
 from .embed.base import Embedder
 from .embed.cache import CachedEmbedder
 from .extract.base import Extractor
-from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
+from .hypergraph import MERGES, Hypergraph
+from .reader import KINDS, IndexReader, check_embedder
 from .records import Chunk, Extraction
-from .store import (SCRATCH_PREFIX, IndexCorruptedError, IndexMismatchError, StoredIndex,
-                    load_index, read_generation)
+from .store import SCRATCH_PREFIX, IndexMismatchError, StoredIndex
 
 if TYPE_CHECKING:
-    from .build.pipeline import Built, Seed
-
-KINDS = ("node_vec", "edge_vec", "chunk_vec")
-
+    from .indexing.pipeline import Built, Seed
 
 def _pipeline():
     """The build pipeline, imported by the writers only (a query process needs none of it)."""
-    from .build import pipeline
+    from .indexing import pipeline
     return pipeline
 
 
 @dataclass
 class BuildReport:
     """What a build/add did: chunk counts, skipped documents, extraction failures, and
-    where the time and memory went (``stages``: see :mod:`hyperrag_fast.build.clock`)."""
+    where the time and memory went (``stages``: see :mod:`hyperrag_fast.indexing.clock`)."""
 
     chunks: int = 0
     new_chunks: int = 0
@@ -93,8 +91,9 @@ class _Scratch:
         self._done = weakref.finalize(self, shutil.rmtree, self.path, True)
 
 
-class HyperIndex:
-    """The index of one collection. Construct with :meth:`build` or :meth:`load`."""
+class HyperIndex(IndexReader):
+    """The index of one collection, writable. Construct with :meth:`build` or :meth:`load`;
+    a query needs only the :class:`~hyperrag_fast.reader.IndexReader` it extends."""
 
     def __init__(self, chunks: list[Chunk], extractions: list[Extraction], graph: Hypergraph,
                  vectors: dict[str, np.ndarray], *, embedder_name: str, embedder_dim: int,
@@ -104,42 +103,16 @@ class HyperIndex:
                  report: BuildReport | None = None, scratch: _Scratch | None = None,
                  bm25: BM25Arrays | None = None,
                  chunk_vectors: str = DEFAULT_CHUNK_VECTORS) -> None:
-        self.chunks = chunks
-        self.extractions = extractions
-        self.graph = graph
-        self.node_vec, self.edge_vec, self.chunk_vec = (vectors[k] for k in KINDS)
-        self.embedder_name, self.embedder_dim = embedder_name, int(embedder_dim)
-        self.extractor_name = extractor_name
-        self.max_tokens, self.overlap = max_tokens, overlap
-        self.ann_params = ann_params
-        self.chunk_vectors = chunk_vectors  # "text" or "pooled" (BuildOptions.chunk_vectors)
-        self.ann = ann if ann is not None else {
-            k: VectorIndex(vectors[k], ann_params) for k in KINDS}
-        self.extractor, self.embedder = extractor, embedder
+        super().__init__(
+            chunks, extractions, graph, vectors, embedder_name=embedder_name,
+            embedder_dim=embedder_dim, extractor_name=extractor_name, max_tokens=max_tokens,
+            overlap=overlap, ann_params=ann_params,
+            ann=ann if ann is not None else {
+                k: build_vector_index(vectors[k], ann_params) for k in KINDS},
+            bm25=bm25 if bm25 is not None else fit_bm25([chunk_passage(c) for c in chunks]),
+            extractor=extractor, embedder=embedder, chunk_vectors=chunk_vectors)
         self.report = report or BuildReport(chunks=len(chunks))
         self._scratch = scratch
-        self.bm25 = bm25 if bm25 is not None else fit_bm25([chunk_passage(c) for c in chunks])
-        self._chunk_index: dict[str, int] | None = None  # built on first use (a query needs none)
-
-    @property
-    def merge(self) -> str:
-        return self.graph.merge
-
-    @property
-    def n_chunks(self) -> int:
-        return len(self.chunks)
-
-    @property
-    def doc_ids(self) -> list[str]:
-        return list(dict.fromkeys(c.doc_id for c in self.chunks))
-
-    def vectors(self) -> dict[str, np.ndarray]:
-        return {"node_vec": self.node_vec, "edge_vec": self.edge_vec, "chunk_vec": self.chunk_vec}
-
-    def chunk_index(self, chunk_id: str) -> int:
-        if self._chunk_index is None:
-            self._chunk_index = {c.chunk_id: i for i, c in enumerate(self.chunks)}
-        return self._chunk_index[chunk_id]
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -151,7 +124,7 @@ class HyperIndex:
               workdir: str | os.PathLike | None = None) -> "HyperIndex":
         """Index documents (a path, a LoadResult, Documents/dicts/strings) or ready Chunks.
 
-        Streams partitions through chunk -> extract -> embed (:mod:`hyperrag_fast.build`);
+        Streams partitions through chunk -> extract -> embed (:mod:`hyperrag_fast.indexing`);
         vectors go to memory-mapped files in a scratch folder under ``workdir`` (default:
         the system temp folder) that lives as long as the index. Empty documents are
         skipped and listed in ``index.report``; extraction failures are recorded there
@@ -194,8 +167,8 @@ class HyperIndex:
         params = kw["ann_params"]
         trim_heap()  # the streaming build's freed objects, before the ANN stage's peak
         with clock.stage("ann"):  # one graph in memory at a time: each is spilled to disk
-            ann = {k: (previous[k].extended(vectors[k], params) if previous
-                       else VectorIndex(vectors[k], params)).spilled(scratch.path / f"{k}.usearch")
+            ann = {k: spill(extend_vector_index(previous[k], vectors[k], params) if previous
+                            else build_vector_index(vectors[k], params), scratch.path / f"{k}.usearch")
                    for k in KINDS}
         report = BuildReport(chunks=len(built.chunks), new_chunks=new_chunks,
                              embedded_texts=built.embedded_texts, skipped=built.skipped,
@@ -324,7 +297,8 @@ class HyperIndex:
                         lexical={"terms": bm.terms, "n_docs": bm.n_docs, "k1": bm.k1, "b": bm.b})
 
         def write_ann(d: Path) -> dict[str, str]:
-            return {k: f"{k}.usearch" for k, v in self.ann.items() if v.save(d / f"{k}.usearch")}
+            return {k: f"{k}.usearch" for k, v in self.ann.items()
+                    if save_vector_index(v, d / f"{k}.usearch")}
 
         t, peak = time.perf_counter(), rss_mb()
         from .publish import save_index  # the writing side: not imported by a query
@@ -340,54 +314,9 @@ class HyperIndex:
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None, mmap: bool = True,
              verify: bool = True, extractor: Extractor | None = None,
              ann_params: AnnParams | None = None) -> "HyperIndex":
-        """Load a saved index; ``mmap`` maps arrays, vectors and usearch files read-only.
-        An embedder (or extractor) whose name/dim differs from the manifest raises
-        IndexMismatchError; ``verify=False`` skips the checksums."""
-        return read_generation(path, lambda gen: cls._load_generation(
-            gen, path, embedder, mmap, verify, extractor, ann_params))
-
-    @classmethod
-    def _load_generation(cls, gen, path, embedder, mmap, verify, extractor, ann_params):
-        s = load_index(gen, mmap=mmap, verify=verify)
-        m = s.manifest
-        emb = m["embedder"]
-        if embedder is not None:
-            check_embedder(embedder, emb["name"], emb["dim"], str(path))
-        if extractor is not None and extractor.name != m["extractor"]:
-            raise IndexMismatchError(f"{path}: built with extractor {m['extractor']!r}, "
-                                     f"given {extractor.name!r}")
-        missing = set(ARRAY_FIELDS) - set(s.arrays)
-        if missing:
-            raise IndexCorruptedError(f"{path}: arrays missing: {sorted(missing)}")
-        graph = Hypergraph(m["merge"], len(s.chunks), **{k: s.arrays[k] for k in ARRAY_FIELDS},
-                           node_name=s.node_name, node_desc=s.node_desc,
-                           edge_text=s.edge_text, group_key=s.group_key)
-        saved = {"storage": "f32", **{k: v for k, v in m["ann"].items() if k != "backends"}}
-        params = ann_params or AnnParams(**saved)
-        a = s.arrays
-
-        def distinct(k):
-            return (DistinctRows(a[f"{k}_rep"], a[f"{k}_dup_ptr"], a[f"{k}_dup_ids"])
-                    if f"{k}_rep" in a else None)
-
-        ann = {k: VectorIndex.load(s.vectors[k], s.ann_files.get(k), params, view=mmap,
-                                   distinct=distinct(k)) for k in KINDS}
-        lx = s.lexical
-        bm25 = BM25Arrays(a["bm25_indptr"], a["bm25_indices"], a["bm25_data"], lx["terms"],
-                          lx["n_docs"], lx["k1"], lx["b"])
-        return cls(s.chunks, s.extractions, graph, s.vectors, embedder_name=emb["name"],
-                   embedder_dim=emb["dim"], extractor_name=m["extractor"],
-                   max_tokens=m["chunking"]["max_tokens"], overlap=m["chunking"]["overlap"],
-                   ann_params=params, ann=ann, extractor=extractor, embedder=embedder,
-                   bm25=bm25, chunk_vectors=m.get("chunk_vectors", DEFAULT_CHUNK_VECTORS))
-
-
-def check_embedder(embedder: Embedder, name: str, dim: int, where: str) -> None:
-    """IndexMismatchError unless ``embedder`` has the index's name and dim."""
-    if embedder.name != name or int(embedder.dim) != int(dim):
-        raise IndexMismatchError(
-            f"{where} was built with embedder {name!r} (dim {dim}); given "
-            f"{embedder.name!r} (dim {embedder.dim}): queries would be embedded in another space")
+        """Load a saved index to query or update it (:meth:`IndexReader.open`, as a
+        HyperIndex); ``mmap`` maps arrays, vectors and usearch files read-only."""
+        return cls.open(path, embedder, mmap, verify, extractor, ann_params)
 
 
 class _NoEmbedder:

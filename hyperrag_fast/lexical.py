@@ -9,7 +9,7 @@
   optional lexical prior term, docs/architecture.md §5).
 
 A leaf module: no query or build code is imported (the BM25 postings are fitted at build
-time, ``hyperrag_fast.build.lexical``).
+time, ``hyperrag_fast.indexing.lexical``).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 from .kernels.lexical import bm25_topk
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
-_TOKEN = re.compile(r"(?u)\b\w+\b")  # build.lexical.TOKEN_PATTERN
+_TOKEN = re.compile(r"(?u)\b\w+\b")  # indexing.lexical.TOKEN_PATTERN
 
 
 def normalize_name(name: str) -> str:
@@ -212,7 +212,7 @@ def spacy_entity_texts(nlp) -> Callable[[str], list[tuple[str, str]]]:
 
 
 class BM25:
-    """BM25 over chunk passages from its saved postings (``build.lexical.BM25Arrays``).
+    """BM25 over chunk passages from its saved postings (``indexing.lexical.BM25Arrays``).
 
     A query costs the postings of its terms only: ``top_k`` tokenises in Python (lower-
     cased ``\\w+`` runs, looked up in the term list; stop words are not terms) and sums

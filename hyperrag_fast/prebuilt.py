@@ -7,55 +7,32 @@ hypergraphs (``merge_full``, ``merge_none``, STITCH-RAG Table 8), the CODA syste
     Retriever(index, emb, prebuilt=load_prebuilt(INDEX))
 
 Saved under ``<index>/prebuilt/`` (re-saving the index replaces its folder, so a
-prebuilt structure never outlives the index it was built from). Query code only loads
-what is here and raises :class:`MissingPrebuilt` naming the command when a method's
-structure is absent. Build side: imports no query code. docs/architecture.md §7.
+prebuilt structure never outlives the index it was built from). Query code opens what
+is there with :mod:`hyperrag_fast.prebuilt_reader` (re-exported here) and never imports
+this module. Build side: imports no query code. docs/architecture.md §1, §7.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph, build_hypergraph
-
-#: the structures the build step makes; a method's ``needs`` names some of them
-STRUCTURES = ("merge_full", "merge_none", "merge_semi", "coda", "consolidated")
-FOLDER = "prebuilt"
-GENERATION = "GENERATION"  # the index generation the structures were built from
-_TEXTS = ("node_name", "node_desc", "edge_text", "group_key")
-
-
-class MissingPrebuilt(ValueError):
-    """A method needs a structure the build step has not made for this index."""
+from .hypergraph import MERGES
+from .indexing.hypergraph import build_hypergraph
+from .checksums import FAST, file_digest
+from .prebuilt_reader import (CHECKSUMS, FOLDER, GENERATION, STRUCTURES, _TEXTS, MissingPrebuilt,  # noqa: F401
+                              VariantGraph, _generation, load_prebuilt)
+from .prebuilt_reader import Prebuilt as OpenedPrebuilt
 
 
-@dataclass(eq=False)
-class VariantGraph:
-    """A hypergraph over the index's chunks and hyperedges with other entity states (a
-    merge variant or consolidated name groups), and its node vectors.
-    ``index_nodes``: the node rows are the index's own (its ANN serves the candidates)."""
-
-    graph: Hypergraph
-    node_vec: np.ndarray
-    index_nodes: bool = False
-
-
-@dataclass(eq=False)
-class Prebuilt:
-    """What the build step made for one index: variant graphs by structure name and the
-    CODA system (``hyperrag_fast.coda.system.CodaSystem``) or None."""
-
-    graphs: dict[str, VariantGraph] = field(default_factory=dict)
-    coda: object | None = None
-
-    def has(self, structure: str) -> bool:
-        return structure in self.graphs or (structure == "coda" and self.coda is not None)
+class Prebuilt(OpenedPrebuilt):
+    """What the build step made for one index (:func:`build_prebuilt`), to be saved beside
+    it; a query opens the saved structures as the
+    :class:`~hyperrag_fast.prebuilt_reader.Prebuilt` this extends."""
 
     def save(self, index_dir: str | os.PathLike) -> Path:
         """Write under ``<index>/prebuilt/``, stamped with the index generation they were
@@ -70,6 +47,12 @@ class Prebuilt:
         if self.coda is not None:
             self.coda.save(root / "coda")
         root.mkdir(parents=True, exist_ok=True)
+        sums = {p.relative_to(root).as_posix(): file_digest(p, FAST)
+                for p in sorted(root.rglob("*")) if p.is_file()
+                and p.parent != root and not p.name.endswith(".tmp")}
+        tmp = root / f"{CHECKSUMS}.tmp"
+        tmp.write_text(json.dumps({FAST: sums}, indent=1), encoding="utf-8")
+        os.replace(tmp, root / CHECKSUMS)
         stamp.write_text(gen + "\n", encoding="utf-8")
         return root
 
@@ -112,24 +95,6 @@ def build_prebuilt(index, structures: Sequence[str] = STRUCTURES, coda=None,
     return out
 
 
-def load_prebuilt(index_dir: str | os.PathLike, structures: Sequence[str] | None = None) -> Prebuilt:
-    """What the build step saved for the index at ``index_dir`` (empty if nothing): the
-    given ``structures`` when saved, or all of them (None)."""
-    root = Path(index_dir) / FOLDER
-    out = Prebuilt()
-    stamp = root / GENERATION
-    if not stamp.is_file() or stamp.read_text(encoding="utf-8").strip() != _generation(index_dir):
-        return out  # none, or built for an earlier generation of the index
-    want = STRUCTURES if structures is None else structures
-    for name in want:
-        if name != "coda" and (root / name / "graph.json").is_file():
-            out.graphs[name] = _load_graph(root / name)
-    if "coda" in want and (root / "coda" / "raw.json").is_file():
-        from .coda.system import load_coda
-        out.coda = load_coda(root / "coda")
-    return out
-
-
 def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[str]) -> Prebuilt:
     """Load what is saved, build and save what ``structures`` still lacks; returns what
     is saved now, loaded."""
@@ -143,11 +108,6 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
     return load_prebuilt(index_dir, structures)  # what a later process loads
 
 
-def _generation(index_dir: str | os.PathLike) -> str:
-    from .store import current_generation
-    return current_generation(index_dir) or ""
-
-
 def _save_graph(d: Path, vg: VariantGraph) -> None:
     d.mkdir(parents=True, exist_ok=True)
     g = vg.graph
@@ -157,13 +117,3 @@ def _save_graph(d: Path, vg: VariantGraph) -> None:
     tmp = d / "graph.json.tmp"
     tmp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, d / "graph.json")
-
-
-def _load_graph(d: Path) -> VariantGraph:
-    meta = json.loads((d / "graph.json").read_text(encoding="utf-8"))
-    with np.load(d / "arrays.npz") as z:
-        arrs = {k: np.ascontiguousarray(z[k]) for k in ARRAY_FIELDS}
-        nv = np.ascontiguousarray(z["node_vec"])
-    g = Hypergraph(merge=meta["merge"], n_chunks=meta["n_chunks"], **arrs,
-                   **{k: meta[k] for k in _TEXTS})
-    return VariantGraph(g, nv, meta["index_nodes"])

@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .config import QueryOptions
+from .config import QueryOptions, preset_for
 from .embed.base import Embedder
-from .index import HyperIndex, check_embedder
+from .reader import IndexReader, check_embedder
 from .methods import METHODS, CodaSetup, MethodOutput, QueryState, query_state, register_method
 
 #: kept names of the earlier layout
@@ -59,13 +59,15 @@ def _method(name: str):
 
 
 class Retriever:
-    """Answers queries against one :class:`HyperIndex` snapshot (make a new Retriever
-    after ``index.add``/``delete``). ``prebuilt``: what the explicit build step made
+    """Answers queries against one opened index: an :class:`~hyperrag_fast.reader.IndexReader`
+    (``IndexReader.open(path)``, all a query process imports) or a ``HyperIndex`` (which
+    extends it; make a new Retriever after ``index.add``/``delete``). ``prebuilt``: what the explicit build step made
     for methods that need more than the index (``hyperrag_fast.prebuilt.load_prebuilt``);
-    ``coda``: CODA's query-side options and LLM steps. Thread-safe: the engine keeps
+    ``coda``: CODA's query-side options and LLM steps. ``options`` default: the preset of
+    the index's embedder (``config.preset_for``). Thread-safe: the engine keeps
     per-thread scratch, searches only read shared arrays."""
 
-    def __init__(self, index: HyperIndex, embedder: Embedder | None = None,
+    def __init__(self, index: IndexReader, embedder: Embedder | None = None,
                  options: QueryOptions | None = None, prebuilt=None,
                  coda: CodaSetup | None = None) -> None:
         embedder = embedder or index.embedder
@@ -74,7 +76,7 @@ class Retriever:
         check_embedder(embedder, index.embedder_name, index.embedder_dim, "the index")
         self.index = index
         self.embedder = embedder
-        self.options = options or QueryOptions()
+        self.options = options or preset_for(index.embedder_name)
         self.state = query_state(index, prebuilt, coda, embedder)
 
     def warmup(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.indexing.hypergraph import build_hypergraph
 from hyperrag_fast.records import Extraction, Segment
 
 NAMES = ["Alice", "Bob", "Canada", "Delta Corp", "Eve", "Film X", "Gary", "Hanoi"]
@@ -59,7 +59,7 @@ def stitch_options(draw):
     from hyperrag_fast.config import StitchOptions
 
     graph_weight = draw(st.sampled_from(["uniform", "inverse_size"]))
-    pprs = ["power", "push", "none"] + (["factored"] if graph_weight == "inverse_size" else [])
+    pprs = ["power", "push", "auto", "none"] + (["factored"] if graph_weight == "inverse_size" else [])
     return StitchOptions(
         delta=draw(st.sampled_from([-0.5, 0.0, 0.2, 0.5])),
         lam=draw(st.sampled_from([0.0, 0.3, 1.0])),

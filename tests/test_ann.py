@@ -1,4 +1,5 @@
-"""Candidate search: exact back end is exact; usearch agrees; save/load; recall on dev data."""
+"""Candidate search: exact back end is exact; usearch agrees; save/load; recall on dev data.
+Building a graph is the write side (``indexing.hnsw``); ``VectorIndex`` only opens and searches."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,9 @@ import numpy as np
 import pytest
 
 from hyperrag_fast.ann import AnnParams, VectorIndex
+from hyperrag_fast.indexing.distinct import distinct_rows
+from hyperrag_fast.indexing.hnsw import (build_vector_index, extend_vector_index, save_vector_index,
+                                         spill)
 from hyperrag_fast.embed.base import l2_normalize
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "2wikimultihopqa"
@@ -58,7 +62,7 @@ def test_shapes_batch_and_edge_cases():
 def test_usearch_agrees_and_round_trips(tmp_path):
     X = _clustered()
     p = AnnParams(backend="usearch")
-    a = VectorIndex(X, p)
+    a = build_vector_index(X, p)
     e = VectorIndex(X, AnnParams(backend="exact"))
     assert a.backend == "usearch"
     ia, sa = a.search(X[:20], 10)
@@ -66,9 +70,9 @@ def test_usearch_agrees_and_round_trips(tmp_path):
     assert np.mean([len(set(x) & set(y)) / 10 for x, y in zip(ia, ie)]) >= 0.95
     want = np.einsum("qkd,qd->qk", X[ia], X[:20])  # sims are exact rescored cosines
     np.testing.assert_allclose(sa, want, rtol=1e-5)
-    assert a.save(tmp_path / "x.usearch") and not e.save(tmp_path / "y.usearch")
+    assert save_vector_index(a, tmp_path / "x.usearch") and not save_vector_index(e, tmp_path / "y.usearch")
     for view in (True, False):
-        b = VectorIndex.load(X, tmp_path / "x.usearch", p, view=view)
+        b = VectorIndex.load(X, tmp_path / "x.usearch", p, view=view, distinct=a.distinct())
         assert b.backend == "usearch"
         assert b.search(X[:20], 10)[0].tolist() == ia.tolist()
     assert VectorIndex.load(X, None, p).backend == "exact"
@@ -80,16 +84,18 @@ def test_storage_steers_only_the_walk(storage, tmp_path):
     cosines; half precision saves the graph in fewer bytes (its vectors in half); the saved
     file keeps its storage."""
     X = _clustered()
-    a = VectorIndex(X, AnnParams(backend="usearch", storage=storage))
+    a = build_vector_index(X, AnnParams(backend="usearch", storage=storage))
     ia, sa = a.search(X[:50], 10)
     ie, _ = VectorIndex(X, AnnParams(backend="exact")).search(X[:50], 10)
     assert np.mean([len(set(x) & set(y)) / 10 for x, y in zip(ia, ie)]) >= 0.95
     np.testing.assert_allclose(sa, np.einsum("qkd,qd->qk", X[ia], X[:50]), rtol=1e-6)
-    a.save(tmp_path / "x.usearch")
-    VectorIndex(X, AnnParams(backend="usearch", storage="f32")).save(tmp_path / "full.usearch")
+    save_vector_index(a, tmp_path / "x.usearch")
+    save_vector_index(build_vector_index(X, AnnParams(backend="usearch", storage="f32")),
+                      tmp_path / "full.usearch")
     ratio = (tmp_path / "x.usearch").stat().st_size / (tmp_path / "full.usearch").stat().st_size
     assert (ratio < 0.8) if storage == "f16" else ratio == 1.0
-    b = VectorIndex.load(X, tmp_path / "x.usearch", AnnParams(backend="usearch"), view=True)
+    b = VectorIndex.load(X, tmp_path / "x.usearch", AnnParams(backend="usearch"), view=True,
+                         distinct=distinct_rows(X))
     assert str(b.hnsw.dtype).lower().endswith(storage)  # e.g. "ScalarKind.F16"
     with pytest.raises(ValueError, match="storage"):
         AnnParams(storage="i4")
@@ -101,11 +107,11 @@ def test_extended_inserts_only_new_rows(spilled, tmp_path):
     gets only the new distinct rows; old ids keep their places; the old index is untouched."""
     X = _clustered(3000)
     p = AnnParams(backend="usearch")
-    old = VectorIndex(X[:2000], p)
+    old = build_vector_index(X[:2000], p)
     if spilled:
-        old = old.spilled(tmp_path / "old.usearch")
-        assert old._file is not None
-    new = old.extended(X, p)
+        old = spill(old, tmp_path / "old.usearch")
+        assert old.file is not None
+    new = extend_vector_index(old, X, p)
     assert new.backend == "usearch" and len(new.hnsw) == 3000 and len(old.hnsw) == 2000
     ia, _ = new.search(X[1990:2050], 10)
     ie, _ = VectorIndex(X, AnnParams(backend="exact")).search(X[1990:2050], 10)
@@ -115,8 +121,13 @@ def test_extended_inserts_only_new_rows(spilled, tmp_path):
 
 def test_auto_threshold():
     X = _clustered(300)
-    assert VectorIndex(X, AnnParams(exact_threshold=100)).backend == "usearch"
-    assert VectorIndex(X, AnnParams(exact_threshold=1000)).backend == "exact"
+    assert build_vector_index(X, AnnParams(exact_threshold=100)).backend == "usearch"
+    assert build_vector_index(X, AnnParams(exact_threshold=1000)).backend == "exact"
+    with pytest.raises(ValueError, match="build_vector_index"):  # the read side builds nothing
+        VectorIndex(X, AnnParams(exact_threshold=100))
+    g = build_vector_index(X, AnnParams(exact_threshold=100))
+    with pytest.raises(ValueError, match="distinct rows"):
+        VectorIndex(X, g.params, hnsw=g.hnsw)
 
 
 @pytest.mark.slow
@@ -136,7 +147,7 @@ def test_usearch_recall_on_dev_data():
     emb = OnnxMiniLM()
     X, Q = emb.embed(sents), emb.embed([q["question"] for q in questions])
     exact = VectorIndex(X, AnnParams(backend="exact"))
-    approx = VectorIndex(X, AnnParams(backend="usearch"))
+    approx = build_vector_index(X, AnnParams(backend="usearch"))
     k = 50
     ie, _ = exact.search(Q, k)
     ia, _ = approx.search(Q, k)
@@ -152,7 +163,7 @@ def test_duplicated_rows_keep_recall_and_tie_order():
     base = (centers[rng.integers(0, 40, 2000)] + 0.3 * rng.normal(size=(2000, 24))).astype(np.float32)
     base /= np.linalg.norm(base, axis=1, keepdims=True)
     v = base[rng.integers(0, 2000, 12000)]  # ~6 copies of each row
-    vi = VectorIndex(v, AnnParams(backend="usearch"))
+    vi = build_vector_index(v, AnnParams(backend="usearch"))
     q = v[rng.integers(0, 12000, 40)] + 0.05 * rng.normal(size=(40, 24)).astype(np.float32)
     a_ids, a_s = vi.search(q, 50)
     e_ids, e_s = vi.search(q, 50, exact=True)

@@ -7,11 +7,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.build.lexical import fit_bm25
+from hyperrag_fast.indexing.lexical import fit_bm25
 from hyperrag_fast.lexical import BM25
 from hyperrag_fast.config import HybridOptions
 from hyperrag_fast.lexical import GroupLookup, TitleLookup, question_groups
-from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.indexing.hypergraph import build_hypergraph
 from hyperrag_fast.records import Extraction, Segment
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta"]

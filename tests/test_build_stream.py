@@ -8,12 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import extractions
 
-from hyperrag_fast.build.flat import FlatAssembler, partition_texts
+from hyperrag_fast.indexing.flat import FlatAssembler, partition_texts
 from hyperrag_fast.config import BuildOptions
-from hyperrag_fast.build.vectors import TextVectors
+from hyperrag_fast.indexing.vectors import TextVectors
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
-from hyperrag_fast.hypergraph import ARRAY_FIELDS, build_hypergraph, hypergraph_from_flat
+from hyperrag_fast.hypergraph import ARRAY_FIELDS
+from hyperrag_fast.indexing.hypergraph import build_hypergraph, hypergraph_from_flat
 from hyperrag_fast.index import HyperIndex
 from hyperrag_fast.records import Chunk
 
@@ -197,7 +198,7 @@ def test_cli_build_scratch_lives_in_the_index_and_is_gone_after(tmp_path):
 
 
 def test_shared_names_interns_equal_names_and_keeps_records_equal():
-    from hyperrag_fast.build.partition import shared_names
+    from hyperrag_fast.indexing.partition import shared_names
     from hyperrag_fast.records import Extraction, Segment
 
     a, b = "".join(["Ada ", "Lovelace"]), "".join(["Ada Love", "lace"])

@@ -19,7 +19,7 @@ from hyperrag_fast.prebuilt import build_prebuilt
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
-from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.indexing.hypergraph import build_hypergraph
 from hyperrag_fast.index import HyperIndex
 from hyperrag_fast.kernels.coda_assoc import (align_chunks, induced_relations, semantic_expand,
                                              weighted_chunks)

@@ -98,7 +98,7 @@ def test_topk_ordered_ties_go_by_id_value(values, k, seed):
 @SETTINGS
 @given(matrices(), st.integers(0, 2**32 - 1))
 def test_expand_rescore_topk_is_the_exact_order_of_the_hits_rows(case, seed):
-    from hyperrag_fast.build.distinct import distinct_rows as _distinct_rows
+    from hyperrag_fast.indexing.distinct import distinct_rows as _distinct_rows
     V, Q, _, _ = case
     rng = np.random.default_rng(seed)
     rep, ptr, ids = _distinct_rows(V)
@@ -124,7 +124,7 @@ def test_expand_rescore_topk_is_the_exact_order_of_the_hits_rows(case, seed):
 @SETTINGS
 @given(matrices(), st.integers(0, 2**32 - 1))
 def test_blocked_distinct_rows_equal_the_exact_unique(case, seed):
-    from hyperrag_fast.build import distinct as D
+    from hyperrag_fast.indexing import distinct as D
     V = case[0]
     rng = np.random.default_rng(seed)
     V = np.ascontiguousarray(V[rng.integers(0, V.shape[0], 3 * V.shape[0])]) if V.shape[0] else V

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.config import TUNED, HybridOptions
 from hyperrag_fast.engine import StitchEngine
-from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.indexing.hypergraph import build_hypergraph
 from hyperrag_fast.methods.stitch import hop_seeds
 from hyperrag_fast.records import Extraction, Segment
 

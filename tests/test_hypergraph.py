@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.hypergraph import build_hypergraph, hypergraph_from_flat
+from hyperrag_fast.indexing.hypergraph import build_hypergraph, hypergraph_from_flat
 from hyperrag_fast.kernels.csr import csr_from_pairs
 from hyperrag_fast.normalize import normalize_name
 

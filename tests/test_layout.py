@@ -1,6 +1,7 @@
 """The package layout: checkout = install (one kernels folder), no import cycle, no import
 side effects in the registry, one configuration the CLI and the API share, a query route
-of at most five modules before the kernels (docs/architecture.md §1)."""
+of at most five modules before the kernels, a read side that imports no write side
+(docs/architecture.md §1)."""
 from __future__ import annotations
 
 import ast
@@ -32,13 +33,29 @@ def test_checkout_and_install_resolve_the_same_kernels():
     assert (PKG / "kernels").is_symlink() and os.readlink(PKG / "kernels") == "../kernels"
 
 
-def _imports(path: Path, module: str) -> set[str]:
-    """Package modules ``module`` imports (any depth of the file, relative or absolute)."""
+def _runtime_nodes(tree: ast.AST):
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` (typing only)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if (isinstance(child, ast.If) and isinstance(child.test, ast.Name)
+                    and child.test.id == "TYPE_CHECKING"):
+                todo.extend(child.orelse)
+            else:
+                todo.append(child)
+
+
+def _imports(path: Path, module: str, typing: bool = True) -> set[str]:
+    """Package modules ``module`` imports (any depth of the file, relative or absolute;
+    without ``typing``, those under ``if TYPE_CHECKING:`` are left out)."""
     out = set()
     pkg = module.split(".")
     if path.name != "__init__.py":
         pkg = pkg[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in (ast.walk(tree) if typing else _runtime_nodes(tree)):
         if isinstance(node, ast.ImportFrom):
             base = pkg[:len(pkg) - node.level + 1] if node.level else []
             name = ".".join(base + ([node.module] if node.module else []))
@@ -97,6 +114,95 @@ def test_methods_never_import_the_query_layer_and_build_never_imports_query():
         imp = _imports(mods[m], m)
         assert not any(i.startswith(q) for i in imp for q in
                        ("hyperrag_fast.retriever", "hyperrag_fast.methods", "hyperrag_fast.engine")), m
+
+
+#: the write side: building, updating, saving an index and its prebuilt structures
+WRITE_SIDE = ("hyperrag_fast.index", "hyperrag_fast.indexing", "hyperrag_fast.prebuilt",
+              "hyperrag_fast.publish", "hyperrag_fast.chunking", "hyperrag_fast.intake",
+              "hyperrag_fast.extract", "hyperrag_fast.coda.system", "hyperrag_fast.coda.consolidate",
+              "hyperrag_fast.coda.llm_extract", "hyperrag_fast.kernels.build")
+#: the read side: opening one generation and answering queries over it
+READ_SIDE = ("hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.methods",
+             "hyperrag_fast.ann", "hyperrag_fast.lexical", "hyperrag_fast.engine",
+             "hyperrag_fast.hypergraph", "hyperrag_fast.store", "hyperrag_fast.texts",
+             "hyperrag_fast.validate", "hyperrag_fast.checksums", "hyperrag_fast.prebuilt_reader",
+             "hyperrag_fast.config", "hyperrag_fast.records", "hyperrag_fast.embed.base",
+             "hyperrag_fast.serve")
+#: (read-side module, write-side module) imports that stay, each for a stated reason
+READ_WRITE_EXCEPTIONS = {
+    # a CODA system is consolidated when it is loaded (docs/architecture.md §7)
+    ("hyperrag_fast.prebuilt_reader", "hyperrag_fast.coda.system"),
+    # seeds="ner" loads the spaCy model through the offline extractor on first use
+    ("hyperrag_fast.methods.stitch", "hyperrag_fast.extract.offline"),
+}
+
+
+def _is(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_read_side_never_imports_the_write_side():
+    """At any depth of a file (lazy imports included; type hints under TYPE_CHECKING
+    excepted), the read side imports no write-side module: a query process loads none."""
+    mods = _modules()
+    seen = set()
+    for m, p in mods.items():
+        if not _is(m, READ_SIDE):
+            continue
+        seen.add(m)
+        for i in _imports(p, m, typing=False):
+            if _is(i, WRITE_SIDE) and not any(m == a and _is(i, (b,)) for a, b in READ_WRITE_EXCEPTIONS):
+                raise AssertionError(f"{m} (read side) imports {i} (write side)")
+    assert {"hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.methods.stitch"} <= seen
+
+
+def _modules_after(code: str, *args: str) -> list[str]:
+    r = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
+                        "print(' '.join(sorted(m for m in sys.modules if m.startswith('hyperrag_fast'))))",
+                        *args], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.split("\n")[-2].split()
+
+
+def test_a_stitch_query_loads_no_write_side_module(tmp_path):
+    """A process that opens a saved index and answers a ``stitch`` query imports no build,
+    intake, chunking, extraction or CODA-build module (nor the write side's HyperIndex)."""
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    docs = [{"doc_id": "a", "title": "Ada Lovelace", "text": "Ada Lovelace was born in London. Her father was Lord Byron."},
+            {"doc_id": "b", "title": "Lord Byron", "text": "Lord Byron died in Missolonghi in Greece."}]
+    HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(dim=32), progress=False).save(tmp_path / "ix")
+    code = ("import sys\n"
+            "from hyperrag_fast.embed.hashing import HashingEmbedder\n"
+            "from hyperrag_fast.reader import IndexReader\n"
+            "from hyperrag_fast.retriever import Retriever\n"
+            "from hyperrag_fast.config import QueryOptions\n"
+            "r = Retriever(IndexReader.open(sys.argv[1]), HashingEmbedder(dim=32))\n"
+            "res = r.retrieve(\"Where did Ada Lovelace's father die?\", QueryOptions(method='stitch'))\n"
+            "assert res.chunks and res.chunks[0].doc_id in 'ab'")
+    loaded = _modules_after(code, str(tmp_path / "ix"))
+    assert "hyperrag_fast.methods.stitch" in loaded and "hyperrag_fast.reader" in loaded
+    assert not [m for m in loaded if _is(m, WRITE_SIDE)], loaded
+    assert not [m for m in loaded if m.startswith("hyperrag_fast.coda")], loaded
+
+
+def test_the_cli_parser_loads_no_query_code_for_index():
+    """``hyperrag index`` parses its arguments without the method registry, the engine or
+    any compiled kernel (the method names come from ``config.METHOD_NAMES``)."""
+    loaded = _modules_after("from hyperrag_fast.cli import build_parser\n"
+                            "build_parser().parse_args(['index', 'docs', 'ix'])")
+    assert "hyperrag_fast.cli_parser" in loaded
+    bad = [m for m in loaded if _is(m, ("hyperrag_fast.kernels", "hyperrag_fast.methods",
+                                        "hyperrag_fast.engine", "hyperrag_fast.retriever",
+                                        "hyperrag_fast.ann", "hyperrag_fast.lexical"))]
+    assert not bad, bad
+
+
+def test_method_names_are_the_registry():
+    from hyperrag_fast.config import METHOD_NAMES
+    from hyperrag_fast.methods import METHODS
+    assert sorted(METHOD_NAMES) == sorted(METHODS)
 
 
 def test_registry_import_has_no_side_effects():

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.engine import StitchEngine
-from hyperrag_fast.hypergraph import build_hypergraph
+from hyperrag_fast.indexing.hypergraph import build_hypergraph
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_push
 from hyperrag_fast.kernels.stibp import decay
 from hyperrag_fast.config import StitchOptions

@@ -110,6 +110,24 @@ class Gate:
 
 
 @contextmanager
+def serving_app(app, grace: float = 10.0):
+    """``app`` on uvicorn in a thread on an ephemeral loopback port -> (base URL, server)."""
+    sock = _bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
+                                           timeout_graceful_shutdown=grace))
+    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    t.start()
+    try:
+        _until(lambda: server.started, "uvicorn to start")
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server
+    finally:
+        server.should_exit = True
+        t.join(DEADLINE)
+        sock.close()
+    assert not t.is_alive()
+
+
+@contextmanager
 def serving(specs: dict[str, Path], workers: int = 2, queue: int = 8, timeout_s: float = 10.0,
             embedder=None, factory=None, poll_s: float = 0.05, llm=None, wait_ready=True,
             grace: float = 10.0):
@@ -122,24 +140,11 @@ def serving(specs: dict[str, Path], workers: int = 2, queue: int = 8, timeout_s:
     ask_pool = QueryPool(2, 2, "hyperrag-ask") if llm is not None else None
     app = create_app(registry, pool, metrics, timeout_s=timeout_s, max_batch=4, llm=llm,
                      ask_pool=ask_pool)
-    sock = _bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                           timeout_graceful_shutdown=grace))
-    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    t.start()
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _until(lambda: server.started, "uvicorn to start")
+    with serving_app(app, grace) as (base, server):
         if wait_ready:
             _until(lambda: registry.ready.is_set(), "the indexes to load")
             assert registry.error is None, registry.error
         yield base, registry, server
-    finally:
-        server.should_exit = True
-        t.join(DEADLINE)
-        sock.close()
-    assert not t.is_alive()
 
 
 def _metric(base: str, line_start: str) -> float:
@@ -269,6 +274,33 @@ def test_tiny_queue_sheds_with_503_and_retry_after(base_index):
         assert _metric(base, 'hyperrag_errors_total{endpoint="/v1/query",kind="shed"}') == 1
         assert _metric(base, 'hyperrag_requests_total{endpoint="/v1/query",method="stitch",'
                              'status="503"}') == 1
+
+
+def test_a_request_queued_past_max_wait_is_shed(base_index):
+    gate = Gate()
+    metrics = Metrics()
+    registry = Registry({"main": str(base_index)}, PRESETS["tuned"], metrics,
+                        embedders=lambda name: gate)
+    pool = QueryPool(1, 4, max_wait=0.3)  # well above a thread wake-up on a busy machine
+    with serving_app(create_app(registry, pool, metrics)) as (base, _):
+        _until(lambda: registry.ready.is_set(), "the load")
+        gate.armed = True
+        out: list = []
+        first = threading.Thread(target=lambda: out.append(
+            httpx.post(f"{base}/v1/query", json={"query": Q}, timeout=DEADLINE)))
+        first.start()
+        assert gate.entered.wait(DEADLINE)
+        second = threading.Thread(target=lambda: out.append(
+            httpx.post(f"{base}/v1/query", json={"query": Q}, timeout=DEADLINE)))
+        second.start()
+        _until(lambda: pool.queued == 1, "a queued request")
+        time.sleep(0.4)  # the condition under test is a wait longer than max_wait
+        gate.open()
+        first.join(DEADLINE)
+        second.join(DEADLINE)
+        assert sorted(x.status_code for x in out) == [200, 503]
+        shed = next(x for x in out if x.status_code == 503)
+        assert shed.headers["retry-after"] == "1" and "over the 300 ms" in shed.json()["error"]
 
 
 def test_request_timeout_answers_504(base_index):

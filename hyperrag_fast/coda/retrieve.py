@@ -43,71 +43,12 @@ from ..ann import top_k_desc
 from ..embed.base import Embedder
 from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
 from ..kernels.ppr import ppr_power, ppr_push
+from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
+
+PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
 from .graph import CodaGraph
 
 
-ALIGNS = ("count", "relevance")
-CALIBRATIONS = ("raw", "zscore")
-
-
-@dataclass(frozen=True)
-class CodaOptions:
-    """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
-
-    semantic: bool = True
-    contextual: bool = True
-    functional: bool = True
-    elimination: bool = True
-    k_entry: int = 10
-    k_entry_relations: int = 10
-    alpha: float = 0.5
-    beta: float = 0.4
-    tau: float = 0.35
-    ppr_d: float = 0.85
-    ppr_tol: float = 1e-6
-    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
-    k_context: int = 10
-    k_functional: int = 10
-    elim_keep_frac: float = 0.5
-    elim_min_sim: float = -1.0
-    fill_dense: bool = True
-    align: str = "relevance"
-    elim_calibration: str = "zscore"
-    elim_min_z: float = 1.0
-    dense_weight: float = 1.0
-    lexical_weight: float = 0.3
-    graph_weight: float = 0.01
-    dense_pool: int = 20
-    align_items: str = "relations"
-    align_pool: str = "max"
-    dedup_sim: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.align not in ALIGNS:
-            raise ValueError(f"align must be one of {ALIGNS}, got {self.align!r}")
-        if self.elim_calibration not in CALIBRATIONS:
-            raise ValueError(f"elim_calibration must be one of {CALIBRATIONS}, "
-                             f"got {self.elim_calibration!r}")
-        if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
-            raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
-        if min(self.dense_weight, self.lexical_weight, self.graph_weight) < 0 or self.dense_pool < 0:
-            raise ValueError("dense_weight, lexical_weight, graph_weight and dense_pool must be >= 0")
-        for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-        if not 0.0 <= self.ppr_d < 1.0:
-            raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
-        if not 0.0 <= self.elim_keep_frac <= 1.0:
-            raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
-        if self.ppr_solver not in ("push", "power"):
-            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
-
-
-#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
-#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
-#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
-PAPER = CodaOptions(align="count", elim_calibration="raw")
 
 
 def _z(sim: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..embed.base import Embedder
-from ..hypergraph import build_hypergraph
+from ..indexing.hypergraph import build_hypergraph
 from .consolidate import (MergeJudge, MergeTable, alias_pairs, consolidated_group_of,
                           merge_entities, spacy_types)
 from .graph import CodaGraph, FastRPParams, consolidate

@@ -26,7 +26,7 @@ from ..embed.base import Embedder
 from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
-from ..config import QueryOptions
+from ..config import QueryOptions, preset_for
 from ..methods import METHODS, needs
 from ..prebuilt import Prebuilt, build_prebuilt, ensure_prebuilt
 from ..retriever import Retriever
@@ -138,9 +138,11 @@ def embed_questions(embedder: Embedder, texts: Sequence[str],
     return np.stack(vecs), times
 
 
-def method_options(name: str, given: QueryOptions | None, max_k: int) -> QueryOptions:
-    """``given`` (method set to ``name``) or the defaults; top_k must cover ``max_k``."""
-    o = replace(given, method=name) if given is not None else QueryOptions(method=name)
+def method_options(name: str, given: QueryOptions | None, max_k: int,
+                   preset: QueryOptions | None = None) -> QueryOptions:
+    """``given`` (method set to ``name``) or ``preset`` (default: ``QueryOptions()``), the
+    embedder's preset; top_k must cover ``max_k``."""
+    o = replace(given if given is not None else (preset or QueryOptions()), method=name)
     if given is None and o.top_k < max_k:
         o = o.with_top_k(max_k)
     if o.top_k < max_k:
@@ -201,7 +203,7 @@ def evaluate(dataset: str, split: str, methods: Sequence[str],
              cache_dir: str | os.PathLike | None = None,
              options_by_method: dict[str, QueryOptions] | None = None, *,
              data_dir: str | os.PathLike | None = None,
-             out_dir: str | os.PathLike | None = "benchmarks/results",
+             out_dir: str | os.PathLike | None = None,
              dump: bool = False, progress: bool = True, ks: Sequence[int] = KS,
              extractor_factory: Callable[[], Extractor] | None = None,
              embedder_factory: Callable[[], Embedder] | None = None,
@@ -216,10 +218,11 @@ def evaluate(dataset: str, split: str, methods: Sequence[str],
     if stray:
         raise ValueError(f"options given for methods not run: {stray}")
     max_k = max(ks)
-    opts = {m: method_options(m, options_by_method.get(m), max_k) for m in methods}
     ds = load_dataset(dataset, split, data_dir)
     extractor = (extractor_factory or default_extractor)()
     embedder = (embedder_factory or default_embedder)()
+    preset = preset_for(embedder.name)  # the index records this embedder (manifest)
+    opts = {m: method_options(m, options_by_method.get(m), max_k, preset) for m in methods}
     machine = machine_info()
     ix, index_info = load_or_build_index(ds, extractor, embedder, index_dir,
                                          cache_dir if cache_dir is not None else "cache",
@@ -278,12 +281,14 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_results(out: dict[str, Any], out_dir: Path,
                   dumps: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """Write JSON + Markdown (for the test split also ``quality-<dataset>.json``, the
-    issue-5 results contract), keeping rows of other methods from an earlier run when it
-    used the same corpus, extractor and embedder. Returns the merged results."""
+    """Write JSON + Markdown (the contract split's JSON, the test split's unless
+    ``CONTRACT_SPLITS`` names another, is ``quality-<dataset>.json`` and no second copy), keeping rows of other methods from an
+    earlier run when it used the same corpus, extractor and embedder. Returns the merged
+    results."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"quality_{out['dataset']}_{out['split']}"
-    path = stem.with_suffix(".json")
+    contract = out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",))
+    path = out_dir / f"quality-{out['dataset']}.json" if contract else stem.with_suffix(".json")
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         same = (old.get("extractor") == out["extractor"] and old.get("embedder") == out["embedder"]
@@ -293,8 +298,6 @@ def write_results(out: dict[str, Any], out_dir: Path,
                                          if k not in out["methods"]}, **out["methods"]}}
     text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
     _write_atomic(path, text)
-    if out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",)):  # quality-<dataset>.json
-        _write_atomic(out_dir / f"quality-{out['dataset']}.json", text)
     write_markdown(out, stem.with_suffix(".md"))
     for name, rows in (dumps or {}).items():
         with open(f"{stem}_{name}_topk.jsonl", "w", encoding="utf-8") as f:

@@ -17,7 +17,7 @@ from ..ann import VectorIndex
 from ..config import QueryOptions
 from ..engine import StitchEngine
 from ..lexical import BM25, GroupLookup
-from ..prebuilt import MissingPrebuilt
+from ..prebuilt_reader import MissingPrebuilt
 
 #: engine / candidate-search key of the index's own hypergraph
 OWN = "index"

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..coda.retrieve import (PAPER, CodaOptions, CodaRetriever, InterferenceFilter,
-                             KeywordExtractor)
-from ..config import QueryOptions
+from ..config import CODA_PAPER, CodaOptions, QueryOptions
 from .base import MethodOutput, QueryState, missing
 from .stitch import run_stitch
+
+if TYPE_CHECKING:
+    from ..coda.retrieve import CodaRetriever, InterferenceFilter, KeywordExtractor
 
 #: engine key of the consolidated-name hypergraph
 CONSOLIDATED = "consolidated"
@@ -40,6 +42,7 @@ class CodaBinding:
 
 def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     """A CODA retriever over a loaded system (no building: the graph is the system's)."""
+    from ..coda.retrieve import CodaRetriever  # only an index with a CODA system loads it
     s = setup or CodaSetup()
     r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
                       index.chunk_vec)
@@ -51,7 +54,7 @@ def _coda_method(name: str, switch: str | None, paper: bool = False):
         b = state.coda
         if b is None:
             raise missing(name, "coda")
-        base = replace(b.options, align=PAPER.align, elim_calibration=PAPER.elim_calibration,
+        base = replace(b.options, align=CODA_PAPER.align, elim_calibration=CODA_PAPER.elim_calibration,
                        lexical_weight=0.0) if paper else b.options
         opts = base if switch is None else replace(base, **{switch: False})
         t0 = time.perf_counter()

@@ -92,7 +92,7 @@ def build(a, embedders=None):
     metrics = Metrics()
     registry = Registry(specs, opts, metrics, embedders=embedders, embed_threads=a.embed_threads,
                         verify=not a.no_verify, structures=structures, poll_s=a.poll)
-    pool = QueryPool(workers, queue)
+    pool = QueryPool(workers, queue, max_wait=a.max_wait or None)
     llm = _llm(a)
     ask_pool = QueryPool(a.llm_concurrency, a.llm_concurrency, "hyperrag-ask") if llm else None
     return registry, pool, metrics, dict(timeout_s=a.timeout, max_batch=a.max_batch,

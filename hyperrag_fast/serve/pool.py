@@ -1,8 +1,11 @@
 """The bounded query pool (docs/architecture.md §11): ``workers`` threads (the compiled
 stages release the GIL) behind an admission bound of ``workers + queue`` requests.
 Beyond it a request is refused at once (:class:`Overloaded` -> 503 + Retry-After), so
-latency cannot grow without bound; a request still queued at its deadline is dropped
-unrun, one running past it is answered 504 (the thread finishes it, holding its slot)."""
+latency cannot grow without bound; a request that waited in the queue longer than
+``max_wait`` is refused when a worker takes it (also 503: the count bound alone does not
+bound the wait when each query slows down, e.g. on a busy machine); one still queued at
+its deadline is dropped unrun, one running past it is answered 504 (the thread finishes
+it, holding its slot)."""
 from __future__ import annotations
 
 import asyncio
@@ -23,10 +26,12 @@ class QueryTimeout(Exception):
 class QueryPool:
     """``await pool.run(fn, timeout)``: ``fn()`` on a worker thread, admitted or refused."""
 
-    def __init__(self, workers: int, queue: int, name: str = "hyperrag-query") -> None:
-        if workers < 1 or queue < 0:
-            raise ValueError(f"workers must be >= 1 and queue >= 0, got {workers}, {queue}")
-        self.workers, self.queue = workers, queue
+    def __init__(self, workers: int, queue: int, name: str = "hyperrag-query",
+                 max_wait: float | None = None) -> None:
+        if workers < 1 or queue < 0 or (max_wait is not None and max_wait <= 0):
+            raise ValueError(f"workers must be >= 1, queue >= 0 and max_wait > 0, got "
+                             f"{workers}, {queue}, {max_wait}")
+        self.workers, self.queue, self.max_wait = workers, queue, max_wait
         self.capacity = workers + queue
         self._ex = ThreadPoolExecutor(workers, thread_name_prefix=name)
         self._lock = threading.Lock()
@@ -57,11 +62,16 @@ class QueryPool:
             if self._closed or self._admitted >= self.capacity:
                 raise Overloaded("every worker is busy and the queue is full")
             self._admitted += 1
-        deadline = None if timeout is None else time.monotonic() + timeout
+        admitted = time.monotonic()
+        deadline = None if timeout is None else admitted + timeout
 
         def job():
-            if deadline is not None and time.monotonic() > deadline:
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
                 raise QueryTimeout("the request waited in the queue past its timeout")
+            if self.max_wait is not None and now - admitted > self.max_wait:
+                raise Overloaded(f"queued {1e3 * (now - admitted):.0f} ms, over the "
+                                 f"{1e3 * self.max_wait:.0f} ms the server lets a request wait")
             with self._lock:
                 self._running += 1
             try:

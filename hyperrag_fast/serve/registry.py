@@ -24,8 +24,8 @@ from ..config import QueryOptions
 from ..embed.base import Embedder
 from ..embed.registry import embedder_for_name
 from ..errors import IndexCorruptedError, IndexError_
-from ..index import HyperIndex
-from ..prebuilt import load_prebuilt
+from ..prebuilt_reader import load_prebuilt
+from ..reader import IndexReader
 from ..retriever import Retriever
 from ..store import CURRENT, current_generation, read_manifest
 
@@ -75,7 +75,7 @@ class LiveIndex:
         d = self.path / gen if gen else self.path  # no CURRENT: an old-format index
         manifest = read_manifest(d)
         emb = self._embedders(manifest["embedder"]["name"])
-        ix = HyperIndex.load(d, embedder=emb, verify=self.verify)
+        ix = IndexReader.open(d, embedder=emb, verify=self.verify)
         prebuilt = load_prebuilt(self.path, self.structures) if self.structures else None
         r = Retriever(ix, emb, self.options, prebuilt=prebuilt)
         r.warmup()
