@@ -75,7 +75,7 @@ def candidate_parts(ret, q, text, o):
     t.append(time.perf_counter())
     if hy.seeds != "none":
         lk = state.lookups["index"]
-        groups = question_groups(text, lk, hy.seeds, None, hy.seed_skip_labels, hy.ngram_min_words)
+        groups = question_groups(text, lk, hy.seeds, hy.ngram_min_words, hy.title_words)
         lk.seed_nodes(groups, hy.seed_max_group)
     t.append(time.perf_counter())
     d = np.diff(t) * 1e3

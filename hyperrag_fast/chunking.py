@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from .config import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .intake import (TEXT_SUFFIXES, binary_reason, check_encoding, decode, read_bytes,
                      scan_folder)
 from .records import Chunk
@@ -258,8 +259,8 @@ def chunk_passage(chunk: Chunk) -> str:
 
 def chunk_documents(
     docs: Iterable[Document],
-    max_tokens: int = 256,
-    overlap: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    overlap: int = DEFAULT_OVERLAP,
     tokenizer: Tokenizer | None = None,
 ) -> list[Chunk]:
     """Cut documents into chunks of at most ``max_tokens`` tokens (docs/architecture.md §2).

@@ -19,10 +19,8 @@ from .embed.base import Embedder
 from .reader import IndexReader, check_embedder
 from .methods import METHODS, CodaSetup, MethodOutput, QueryState, query_state, register_method
 
-#: kept names of the earlier layout
-RetrieverState = QueryState
 __all__ = ["Retriever", "QueryOptions", "RetrievalResult", "RetrievedChunk", "MethodOutput",
-           "METHODS", "register_method", "RetrieverState"]
+           "METHODS", "register_method"]
 
 
 @dataclass(frozen=True)

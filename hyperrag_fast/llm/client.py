@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
+from ..config import LLM_CONCURRENCY, LLM_TIMEOUT_S
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -132,7 +134,7 @@ def call_with_retry(fn: Callable[[], T], policy: RetryPolicy, what: str = "reque
     raise AssertionError("unreachable")
 
 
-def run_bounded(fn: Callable[[T], R], items: Sequence[T], max_concurrency: int = 8,
+def run_bounded(fn: Callable[[T], R], items: Sequence[T], max_concurrency: int = LLM_CONCURRENCY,
                 progress: Progress | None = None) -> list[R | Exception]:
     """``fn`` over ``items`` on at most ``max_concurrency`` threads, in input order.
 
@@ -194,7 +196,7 @@ class ChatClient:
     """Chat completions with retries, a per-request timeout and bounded concurrency."""
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, timeout: float = 120.0,
+                 api_key: str | None = None, timeout: float = LLM_TIMEOUT_S,
                  retry: RetryPolicy | None = None, **default_params: Any) -> None:
         self.base_url, api_key, self.model = resolve_settings(base_url, api_key, model)
         self.timeout = timeout
@@ -214,7 +216,7 @@ class ChatClient:
         return call_with_retry(lambda: self._once(list(messages), stream, kw), self.retry,
                                what=f"chat completion ({self.model})")
 
-    def complete_many(self, messages_list: Sequence[Sequence[dict]], max_concurrency: int = 8,
+    def complete_many(self, messages_list: Sequence[Sequence[dict]], max_concurrency: int = LLM_CONCURRENCY,
                       progress: Progress | None = None,
                       **params: Any) -> list[ChatResult | Exception]:
         """``complete`` for each message list, in order; a failed item holds its exception."""
