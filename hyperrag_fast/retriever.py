@@ -17,7 +17,7 @@ import numpy as np
 from .config import QueryOptions
 from .embed.base import Embedder
 from .reader import IndexReader, check_embedder
-from .methods import METHODS, CodaSetup, MethodOutput, QueryState, query_state, register_method
+from .methods import METHODS, CodaSetup, MethodOutput, query_state, register_method
 
 __all__ = ["Retriever", "QueryOptions", "RetrievalResult", "RetrievedChunk", "MethodOutput",
            "METHODS", "register_method"]

@@ -193,14 +193,17 @@ def make_openai(base_url: str | None, api_key: str, timeout: float) -> Any:
 
 
 class ChatClient:
-    """Chat completions with retries, a per-request timeout and bounded concurrency."""
+    """Chat completions with retries, a per-request timeout and bounded concurrency.
+    ``sleep`` waits between attempts (the clock: tests pass one that records the delays)."""
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, timeout: float = LLM_TIMEOUT_S,
-                 retry: RetryPolicy | None = None, **default_params: Any) -> None:
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+                 **default_params: Any) -> None:
         self.base_url, api_key, self.model = resolve_settings(base_url, api_key, model)
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self.sleep = sleep
         self.default_params = default_params
         self._client = make_openai(self.base_url, api_key, timeout)
 
@@ -214,7 +217,7 @@ class ChatClient:
         kw = {**self.default_params, **params}
         stream = bool(kw.pop("stream", False))
         return call_with_retry(lambda: self._once(list(messages), stream, kw), self.retry,
-                               what=f"chat completion ({self.model})")
+                               what=f"chat completion ({self.model})", sleep=self.sleep)
 
     def complete_many(self, messages_list: Sequence[Sequence[dict]], max_concurrency: int = LLM_CONCURRENCY,
                       progress: Progress | None = None,
