@@ -150,7 +150,7 @@ def main():
         if name == "stitch_paper":
             from hyperrag_fast.config import StitchOptions
             m["options"]["stitch"] = repr(StitchOptions.paper(top_k=o.stitch.top_k))
-            m["options"]["hybrid"] = "HybridOptions() (all signals off)"
+            m["options"]["hybrid"] = "HybridOptions.paper() (all signals off)"
         if parts:
             m["candidate_parts_ms_p50"] = {k: C.pct([p[k] for p in parts], 50) for k in parts[0]}
             m["candidate_parts_ms_p99"] = {k: C.pct([p[k] for p in parts], 99) for k in parts[0]}

@@ -4,8 +4,9 @@
         --index 2wikimultihopqa=indexes/2wiki_bge --index hotpotqa_train=indexes/hotpot_bge \\
         --out benchmarks/results/hop_diagnosis
 
-For 2WikiMultiHopQA dev (compositional, inference, bridge_comparison) and the HotpotQA sample
-(bridge questions), every gold passage whose title the question does not contain (after
+For 2WikiMultiHopQA dev (compositional, inference, bridge_comparison), the HotpotQA sample
+(bridge questions) and MuSiQue dev (2-4 hops; passages of titles with several paragraphs
+also summarised apart), every gold passage whose title the question does not contain (after
 name normalisation) is a second-hop passage. For each: is it in C_q, its prior rank and
 prior share in C_q, its final rank, and its rank with each channel removed (spatial,
 temporal, PPR; the second round is added when the default has it off): a channel
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperrag_fast.config import TUNED, QueryOptions
+from hyperrag_fast.config import TUNED, QueryOptions, preset_for
 from hyperrag_fast.embed.registry import make_embedder
 from hyperrag_fast.eval.harness import _git, machine_info
 from hyperrag_fast.lexical import normalize_name
@@ -32,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality_search import Bench  # noqa: E402
 
 TYPES = {"2wikimultihopqa": ("compositional", "inference", "bridge_comparison"),
-         "hotpotqa_train": ("bridge",)}
+         "hotpotqa_train": ("bridge",), "musique_dev": ("2hop", "3hop", "4hop")}
+SPLITS = {"2wikimultihopqa": "dev", "hotpotqa_train": "test", "musique_dev": "all"}
 DEEP = 50  # ranks are read from the top-50 (= K_C); deeper counts as 51
 
 
@@ -49,6 +51,7 @@ def variants(o: QueryOptions) -> dict[str, QueryOptions]:
     return {"spatial": replace(o, stitch=s.replace(spatial=False)),
             "temporal": replace(o, stitch=s.replace(temporal=False)),
             "ppr": replace(o, stitch=s.replace(ppr="none")),
+            "stibp": replace(o, stitch=s.replace(spatial=False, temporal=False)),
             "hop": replace(o, hybrid=replace(h, **hop)),
             "titles": replace(o, hybrid=replace(h, title_chunks=0.0, hop_titles=False))}
 
@@ -63,6 +66,9 @@ def diagnose(b: Bench, dataset: str, o: QueryOptions) -> list[dict]:
     o = o.with_top_k(min(DEEP, o.k_chunks))
     var = variants(o)
     row_of = {p: i for i, p in enumerate(b.ds.passages)}
+    paragraphs: dict[str, int] = {}
+    for c in b.ds.chunks:
+        paragraphs[c.title] = paragraphs.get(c.title, 0) + 1
     rows = []
     for q, lab, v in zip(b.ds.questions, b.ds.labels, b.qvecs):
         if lab.qtype not in TYPES[dataset]:
@@ -83,6 +89,7 @@ def diagnose(b: Bench, dataset: str, o: QueryOptions) -> list[dict]:
             rows.append({
                 "qid": q.qid, "type": lab.qtype, "question": q.question,
                 "passage": p.split("\n", 1)[0], "in_cq": bool(pos.size), "cq_size": int(cq.size),
+                "title_paragraphs": paragraphs[p.split("\n", 1)[0]],
                 "prior_rank": rank_of(order, c) if pos.size else None,
                 "prior_share": float(prior[pos[0]] / prior.sum()) if pos.size and prior.sum() > 0 else 0.0,
                 "final_rank": final,
@@ -121,13 +128,14 @@ def render(out: dict) -> str:
                  "The second round is off in the default: its columns say what adding it "
                  "(1 chunk, value .5, sim) would do."), "",
              "| set | type | n | in C_q | prior rank (median) | prior share (median) | final rank (median) "
-             "| in top-2 | in top-5 | moved up by spatial/temporal/PPR/2nd round/titles | pushed down by |",
+             "| in top-2 | in top-5 | moved up by spatial/temporal/STIBP/PPR/2nd round/titles | pushed down by |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, types in out["summary"].items():
         for t, s in types.items():
             if not s["n"]:
                 continue
-            keys = [k for k in ("spatial", "temporal", "ppr", "hop", "titles") if k in s["moved_up_by"]]
+            keys = [k for k in ("spatial", "temporal", "stibp", "ppr", "hop", "titles")
+                    if k in s["moved_up_by"]]
             mv = "/".join(f"{s['moved_up_by'][k]:.2f}" for k in keys)
             pd = "/".join(f"{s['pushed_down_by'][k]:.2f}" for k in keys)
             lines.append(f"| {name} | {t} | {s['n']} | {s['in_cq']:.2f} | {s['prior_rank_median']} | "
@@ -145,8 +153,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     emb = make_embedder(a.embedder)
-    o = TUNED  # the library default at this commit
-    splits = {"2wikimultihopqa": "dev", "hotpotqa_train": "test"}
+    o = preset_for(emb.name)  # the library default of this embedder at this commit
+    splits = SPLITS
     out = {"command": "python benchmarks/diagnose_hops.py " + " ".join(argv or sys.argv[1:]),
            "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
            "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name,
@@ -158,6 +166,11 @@ def main(argv=None) -> int:
         out["rows"][dataset] = rows
         out["summary"][dataset] = {t: summary([r for r in rows if r["type"] == t])
                                    for t in TYPES[dataset]}
+        if any(r["title_paragraphs"] > 1 for r in rows):  # pages of several paragraphs apart
+            out["summary"][dataset]["title with several paragraphs"] = summary(
+                [r for r in rows if r["title_paragraphs"] > 1])
+            out["summary"][dataset]["title with one paragraph"] = summary(
+                [r for r in rows if r["title_paragraphs"] == 1])
     Path(a.out + ".json").write_text(json.dumps(out, indent=1) + "\n")
     Path(a.out + ".md").write_text(render(out))
     print(render(out))

@@ -1,16 +1,19 @@
-"""Out-of-sample figures in one file: ``results/generalization.json`` (issue 15 contract).
+"""Out-of-sample figures in one file: ``results/generalization.json`` (issue 15 contract,
+issue 21's ``leave_one_family_out``).
 
     python benchmarks/generalization.py \
-        --search results/quality15/quality_search_minilm_local_title.json
+        --search benchmarks/results/quality21/quality_search_minilm.json \
+        --search benchmarks/results/quality21/quality_search_bge.json
 
-Reads, never recomputes: the pairwise search (``quality_search.py``: the setting selected
-on 2Wiki dev, scored on the HotpotQA sample and 2Wiki test; the setting selected on
-HotpotQA, a diagnostic never shipped, scored on 2Wiki dev and test) and the eval
-harness's quality files beside it for ``dense`` (no tuned option), whose embedder must
-match the search's. ``tuned_on[A][B]`` holds recall of the setting selected on A,
-measured on B (the search's argmax on A, nothing else); ``shipped_default`` holds
-``config.TUNED`` (dev-selected, HotpotQA as a veto) on every set, and ``by_type`` the
-shipped default per question type.
+Reads, never recomputes: the worst-family searches of ``quality_search.py``, one per
+embedder (each holds dense, the shipped preset and the selected setting on the three dev
+families and 2Wiki test, and its leave-one-family-out runs). The first file (MiniLM, the
+default embedder) fills the issue-15 keys: ``tuned_on[<families chosen on>][<held-out
+family>]`` = the setting chosen on two families measured on the third; ``shipped_default``
+= the shipped preset on every set; ``by_type`` = the shipped preset per question type.
+``leave_one_family_out[family][embedder]`` = {stitch (chosen on the other two), dense,
+own_best (the best on that family alone among the settings searched)}; ``per_embedder``
+repeats the shipped and dense rows for every embedder.
 """
 from __future__ import annotations
 
@@ -23,63 +26,60 @@ try:
 except ImportError:
     import _common as C
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KS = (2, 5, 8)
-#: contract name -> (search key, quality file of dense on that set)
-SETS = {"2wiki_dev": ("dev", "quality_2wikimultihopqa_dev.json"),
-        "2wiki_test": ("test", "quality-2wikimultihopqa.json"),
-        "hotpotqa_train": ("hotpot", "quality-hotpotqa_train.json")}
+FAMILIES = ("2wiki_dev", "hotpotqa_train", "musique_dev")
+SETS = FAMILIES + ("2wiki_test",)
+SHORT = {"all-MiniLM-L6-v2-onnx-int8": "minilm", "bge-small-en-v1.5-onnx-int8": "bge-small"}
 
 
 def _rec(score: dict) -> dict:
-    return {f"recall@{k}": score["recall"][str(k)] if str(k) in score["recall"]
-            else score["recall"][k] for k in KS}
+    return {f"recall@{k}": score["recall"][str(k)] for k in KS}
 
 
-def _dense(name: str, embedder: str) -> tuple[dict, dict, dict]:
-    q = json.loads((RESULTS / SETS[name][1]).read_text())
-    if q["embedder"] != embedder:
-        raise SystemExit(f"{SETS[name][1]}: embedder {q['embedder']!r}, search used {embedder!r}")
-    d = q["methods"]["dense"]
-    src = {"file": SETS[name][1], "command": q["command"], "git_commit": q["git_commit"]}
-    return {f"recall@{k}": d[f"recall@{k}"] for k in KS}, d.get("by_type", {}), src
+def _types(score: dict) -> dict:
+    return {t: {f"recall@{k}": v[str(k)] for k in KS} | {"n": v["n"]}
+            for t, v in sorted(score["by_type"].items())}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--search", required=True, help="quality_search.py output (.json)")
+    ap.add_argument("--search", action="append", required=True,
+                    help="quality_search.py output (.json), one per embedder; the first fills "
+                         "the issue-15 keys")
     ap.add_argument("--out", default="generalization.json")
     a = ap.parse_args()
-    s = json.loads(Path(a.search).read_text())
-    sel = {"2wiki_dev": s["best_on_dev"], "hotpotqa_train": s["best_on_hotpot_diagnostic"]}
-    dense = {name: _dense(name, s["embedder"]) for name in SETS}
+    searches = [json.loads(Path(p).read_text()) for p in a.search]
+    s = searches[0]
     tuned_on = {}
-    for on, row in sel.items():
-        tuned_on[on] = {"query_options": row["query_options"]}
-        for name, (key, _) in SETS.items():
-            if name == on:
-                continue
-            tuned_on[on][name] = {"stitch": _rec(row[key]), "dense": dense[name][0]}
-    shipped = s["tuned_default"]
-    out_shipped = {
-        "rule": "selected on 2Wiki dev; an option is kept only when it also holds on the "
-                "HotpotQA sample (a veto, so HotpotQA is not out of sample for it; 2Wiki test "
-                "and the held-out set are)",
-        **{name: {"stitch": _rec(shipped[key]), "dense": dense[name][0]}
-           for name, (key, _) in SETS.items()}}
-    by_type = {"setting": "shipped default (config.TUNED)"}
-    for name in ("2wiki_test", "hotpotqa_train"):
-        st = shipped[SETS[name][0]]["by_type"]
-        by_type[name] = {t: {"n": v["n"],
-                             "stitch": {f"recall@{k}": v[str(k)] for k in KS},
-                             "dense": {f"recall@{k}": dense[name][1][t][f"recall@{k}"] for k in KS}}
-                         for t, v in sorted(st.items())}
-    out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": out_shipped,
-           "by_type": by_type,
+    for held, x in s["leave_one_family_out"].items():
+        tuned_on["+".join(x["chosen_on"])] = {"query_options": x["query_options"],
+                                              held: {"stitch": _rec(x["stitch"]),
+                                                     "dense": _rec(x["dense"])}}
+    shipped = {"rule": "each embedder's preset: chosen on the three dev families by the worst "
+                       "family's lift over dense (quality_search.py); 2Wiki test is never searched",
+               **{f: {"stitch": _rec(s["shipped_preset"][f]), "dense": _rec(s["dense"][f])}
+                  for f in SETS if f in s["shipped_preset"]}}
+    by_type = {"setting": f"shipped preset of {s['embedder']}"}
+    for f in ("2wiki_test", "hotpotqa_train", "musique_dev"):
+        st, de = _types(s["shipped_preset"][f]), _types(s["dense"][f])
+        by_type[f] = {t: {"n": v["n"], "stitch": {k: v[k] for k in v if k != "n"},
+                          "dense": {k: de[t][k] for k in de[t] if k != "n"}} for t, v in st.items()}
+    lofo: dict = {f: {} for f in FAMILIES}
+    per_embedder = {}
+    for x in searches:
+        emb = SHORT.get(x["embedder"], x["embedder"])
+        for f, r in x["leave_one_family_out"].items():
+            lofo[f][emb] = {"chosen_on": r["chosen_on"], "stitch": _rec(r["stitch"]),
+                            "dense": _rec(r["dense"]), "own_best": _rec(r["own_best"]),
+                            "own_best_rule": r["own_best_rule"]}
+        per_embedder[emb] = {f: {"stitch": _rec(x["shipped_preset"][f]), "dense": _rec(x["dense"][f])}
+                             for f in SETS if f in x["shipped_preset"]}
+    src = [{"file": p, "command": x["command"], "git_commit": x["git_commit"],
+            "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
+    out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,
+           "by_type": by_type, "leave_one_family_out": lofo, "per_embedder": per_embedder,
            "objective": s["objective"], "selection": s["selection"],
-           "sources": {"search": {"file": str(a.search), "command": s["command"],
-                                  "git_commit": s["git_commit"], "git_dirty": s["git_dirty"]},
-                       "dense": {n: d[2] for n, d in dense.items()}},
+           "sources": {"search": src[0], "searches": src},
            "run": {"command": C.command(), "machine": C.machine()}}
     C.write_result(a.out, out)
 

@@ -1,6 +1,7 @@
 """Assemble the tables of ``benchmarks/results/quality.md`` from the harness's result
-files (nothing typed by hand): 2Wiki test (800), dev (200, the tuning split), all
-1,000 (the question-weighted mean of dev and test, exact for a mean recall), HotpotQA.
+files (nothing typed by hand): 2Wiki test (800), dev (200, a tuning family), all
+1,000 (the question-weighted mean of dev and test, exact for a mean recall), HotpotQA,
+MuSiQue dev; both embedders; every cell where ``stitch`` does not beat ``dense``.
 
     python benchmarks/quality_page.py
 
@@ -32,6 +33,13 @@ def row(name: str, m: dict, extra: str = "") -> str:
 
 TYPES_2WIKI = ("comparison", "bridge_comparison", "compositional", "inference")
 TYPES_HOTPOT = ("bridge", "comparison")
+TYPES_MUSIQUE = ("2hop", "3hop", "4hop")
+#: the three dev families (issue 21): (label, result file stem, types)
+FAMILIES = (("2Wiki dev", "2wikimultihopqa_dev", TYPES_2WIKI),
+            ("HotpotQA sample", "hotpotqa_train_test", TYPES_HOTPOT),
+            ("MuSiQue dev", "musique_dev_all", TYPES_MUSIQUE))
+#: embedder -> results sub-folder
+EMBEDDERS = (("MiniLM", ""), ("bge-small", "bge"))
 
 
 def table(res: dict, title: str, by_gold: bool = False, types: tuple[str, ...] = ()) -> list[str]:
@@ -72,6 +80,32 @@ def combined(dev: dict, test: dict) -> list[str]:
         a, b = dev["methods"][name], test["methods"][name]
         r = [(a[f"recall@{k}"] * nd + b[f"recall@{k}"] * nt) / (nd + nt) for k in (2, 5, 8)]
         out.append(f"| {name} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} |")
+    return out + [""]
+
+
+def families_grid() -> list[str]:
+    """Every method x three dev families x two embedders (R@2/5/8), from the files."""
+    got = [(f"{fl} ({el})", load(stem, sub)) for el, sub in EMBEDDERS for fl, stem, _ in FAMILIES]
+    got = [(label, res) for label, res in got if res]
+    if not got:
+        return []
+    methods = [n for n in ORDER if any(n in r["methods"] for _, r in got)]
+    out = ["## Three dev families x two embedders", "",
+           "Each embedder with its own preset (`config.preset_for`, chosen by "
+           "`benchmarks/quality_search.py` by the worst family's lift over dense). Cells "
+           "R@2/R@5/R@8; the command and commit of each column are in its file "
+           "(`quality_<set>.json`, bge ones under `bge/`).", "",
+           "| method | " + " | ".join(label for label, _ in got) + " |",
+           "|---" * (len(got) + 1) + "|"]
+    for name in methods:
+        cells = []
+        for _, res in got:
+            m = res["methods"].get(name)
+            cells.append(f"{m['recall@2']:.3f}/{m['recall@5']:.3f}/{m['recall@8']:.3f}" if m else "-")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out += ["", "Commands:", ""]
+    out += [f"* {label}: `{next(iter(res['methods'].values()))['run']['command']}` "
+            f"(commit {str(res.get('git_commit'))[:10]})" for label, res in got]
     return out + [""]
 
 
@@ -124,12 +158,24 @@ def main() -> None:
         if res:
             kind = "2WikiMultiHopQA test" if name.startswith("2wiki") else "HotpotQA sample"
             lines += table(res, f"{kind} with the bge-small-en-v1.5 embedder (`--embedder "
-                                f"bge-small`; the default's constants, calibrated for MiniLM)",
+                                f"bge-small`; options of each row in the file)",
                            types=TYPES_2WIKI if name.startswith("2wiki") else TYPES_HOTPOT)
+    for el, sub in EMBEDDERS:
+        res = load("musique_dev_all", sub)
+        if res:
+            lines += table(res, f"MuSiQue dev (112 questions, 1,980 passages; {el}) by hop count",
+                           types=TYPES_MUSIQUE)
+    bdev = load("2wikimultihopqa_dev", "bge")
+    if bdev:
+        lines += table(bdev, "2WikiMultiHopQA dev with bge-small", types=TYPES_2WIKI)
+    lines += families_grid()
     sets = [(label, res) for label, res in (
         ("2Wiki test (MiniLM)", test), ("2Wiki dev (MiniLM)", dev), ("HotpotQA (MiniLM)", hot),
-        ("2Wiki test (bge, MiniLM's constants)", load("2wikimultihopqa_test", "bge")),
-        ("HotpotQA (bge, MiniLM's constants)", load("hotpotqa_train_test", "bge"))) if res]
+        ("MuSiQue dev (MiniLM)", load("musique_dev_all")),
+        ("2Wiki test (bge)", load("2wikimultihopqa_test", "bge")),
+        ("2Wiki dev (bge)", bdev),
+        ("HotpotQA (bge)", load("hotpotqa_train_test", "bge")),
+        ("MuSiQue dev (bge)", load("musique_dev_all", "bge"))) if res]
     lines += not_beating_dense(sets)
     reading = Path("benchmarks/quality_reading.md")
     if reading.exists():

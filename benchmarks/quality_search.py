@@ -1,30 +1,29 @@
-"""STITCH settings that transfer: pairwise search from the tuned default (or random search
-over every coupled option), ablations on both datasets, leave-one-dataset-out transfer
-(issue 15; docs/architecture.md §5).
+"""STITCH settings chosen by the worst dev family: coordinate search on the three dev
+families at once, leave-one-family-out, per-option ablations (issue 21;
+docs/architecture.md §5-§6).
 
-    python benchmarks/quality_search.py --embedder bge-small \
-        --index 2wikimultihopqa=indexes/2wiki_bge --index hotpotqa_train=indexes/hotpot_bge \
-        --out benchmarks/results/quality_search_bge            # --mode random --samples 400
+    python benchmarks/quality_search.py --embedder minilm \
+        --index 2wikimultihopqa=indexes/2wiki_minilm --index hotpotqa_train=indexes/hotpot_minilm \
+        --index musique_dev=indexes/musique_minilm --cache-dir cache/minilm \
+        --out benchmarks/results/quality21/quality_search_minilm
 
-Selection uses the 2WikiMultiHopQA dev split only (the one dev split the data README
-names; HotpotQA is test-only there). Every setting is also scored on the HotpotQA sample
-so the reverse direction (selected on HotpotQA, measured on 2Wiki test) can be reported
-as a transfer diagnostic; such settings are never shipped. 2Wiki test is scored only for
-the selected settings and the ablation rows. Objective: mean of R@2, R@5, R@8.
-
-``--mode local`` (default) moves few coordinates: the title prior term (the weakest value
-within ``--min-gain`` of the best), delta x lambda jointly (the constants tied to the
-embedder's similarity scale), then the second round and where it starts, each kept only
-when it gains more than ``--min-gain``, repeated until a pass changes nothing. ``--mode random`` samples every coordinate at once
-(coupled options move together); with 200 dev questions its winner can fit dev noise:
-measure its transfer before trusting it (benchmarks/README.md).
+Dev families (data README): 2Wiki dev (first 200), the HotpotQA sample, MuSiQue dev.
+A setting's score on a family is its lift over ``dense`` of the same index (objective:
+mean of R@2/5/8); a setting is chosen by the **worst** family's lift. Stages (a
+coordinate search run to a fixed point): the title prior term (the weakest value within
+``--min-gain`` of the best), delta x lambda, PPR damping, the second round and where it
+starts, each change kept only when it gains more than ``--min-gain`` (the noise guard);
+then each kept option is dropped unless it earns more than ``--min-gain``; then the
+calibrated ranker (``train_ranker.py``, trained on the selecting families) is kept under
+the same guard. Leave-one-family-out: the whole selection on two families, measured on
+the third, beside the third's own-tuned best (the same search on it alone). 2Wiki test is
+scored only for the selected setting and the ablation rows; nothing is chosen on it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import random
 import sys
 import time
 from dataclasses import asdict, replace
@@ -44,7 +43,7 @@ INF = math.inf
 KS = (2, 5, 8)
 #: (name, values): one random choice per name per sample; tuples move together
 SPACE = {
-    "delta": [0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85],
+    "delta": [0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
     "lam": [0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.0],
     "graph": [(d, m, w) for d in (0.0, 0.1, 0.2, 0.3, 0.5)
               for m, w in ((INF, "uniform"), (20, "inverse_size"), (5, "inverse_size"))],
@@ -60,6 +59,7 @@ SPACE = {
     "k": [(25, 50), (50, 50), (25, 100), (50, 100)],
     "title_chunks": [0.0, 0.3, 1.0, 3.0, 10.0],  # weakest first (local search's title stage)
     "hop_titles": [False, True],
+    "title_top": [0, 1, 2],
 }
 
 
@@ -79,8 +79,12 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
                                          hop_weight=v[3]))
     if name == "k":
         return replace(o, k_nodes=v[0], k_chunks=v[1])
-    if name in ("title_words", "title_chunks", "hop_titles"):
+    if name == "damping":
+        return replace(o, stitch=s.replace(damping=v, ppr="power" if v > 0 else "none"))
+    if name in ("title_words", "title_chunks", "hop_titles", "rank_weights", "title_top"):
         return replace(o, hybrid=replace(h, **{name: v}))
+    if name == "stibp":
+        return replace(o, stitch=s.replace(spatial=v, temporal=v))
     return replace(o, stitch=s.replace(**{name: v}))
 
 
@@ -94,7 +98,10 @@ def current(o: QueryOptions, name: str):
             "hop": (h.hop_chunks, h.hop_value, h.hop_max_group, h.hop_weight),
             "k": (o.k_nodes, o.k_chunks),
             "title_words": h.title_words,
-            "title_chunks": h.title_chunks, "hop_titles": h.hop_titles}.get(name, getattr(s, name, None))
+            "title_chunks": h.title_chunks, "hop_titles": h.hop_titles,
+            "rank_weights": h.rank_weights, "title_top": h.title_top,
+            "damping": s.damping if s.ppr != "none" else 0.0,
+            "stibp": s.spatial or s.temporal}.get(name, getattr(s, name, None))
 
 
 #: ablation rows: (label, coordinate changes from the default); "-x" = option x removed
@@ -114,7 +121,12 @@ ABLATIONS = [
     ("-title chunks (no prior term for a named title)", {"title_chunks": 0.0}),
     ("title chunks 1", {"title_chunks": 1.0}),
     ("title chunks 10", {"title_chunks": 10.0}),
+    ("title top 0 (every paragraph of a named page)", {"title_top": 0}),
+    ("title top 1 (a named page's most similar paragraph)", {"title_top": 1}),
     ("-ppr (d = 0)", {"graph": (0.0, INF, "uniform")}),
+    ("-ppr (rank by the prior, = no_ppr)", {"damping": 0.0}),
+    ("-stibp (no spatial/temporal, = no_stibp)", {"stibp": False}),
+    ("-ranker (rank by PPR)", {"rank_weights": ()}),
     ("-temporal_from_space", {"temporal": (50, 0.0)}),
     ("group_weight log1p (paper)", {"group_weight": "log1p"}),
     ("alpha ratio (paper)", {"alpha": "ratio"}),
@@ -147,126 +159,173 @@ class Bench:
                 "p50_ms": round(float(np.median(out["retrieval_ms"])), 3)}
 
 
-def local_search(row, on: str, min_gain: float, passes: int = 4) -> tuple[QueryOptions, dict]:
-    """From config.TUNED, stage by stage: (1) the title prior term: the weakest value
-    within ``min_gain`` of the stage's best (its grid runs from the weakest); (2) delta x
-    lambda, the two constants tied to the embedder's similarity scale; (3) the second
-    round; (4) whether it also starts from the named titles' chunks. Stages 2-4 keep their
-    best change only when it gains more than ``min_gain`` of objective on ``on`` (a guard
-    against noise). The stages repeat until a whole pass changes nothing (coordinate
-    search to a fixed point; at most ``passes``)."""
-    best = TUNED
-    # (coordinates moved together, rule): "weakest" = the first grid value within min_gain
-    # of the stage's best; "best" = the argmax, kept only above base + min_gain
-    stages = (({"title_chunks": SPACE["title_chunks"]}, "weakest"),
-              ({"delta": SPACE["delta"], "lam": SPACE["lam"]}, "best"),
-              ({"hop": SPACE["hop"]}, "best"), ({"hop_titles": SPACE["hop_titles"]}, "best"))
-    score = lambda o: row(o)[on]["objective"]  # noqa: E731
-    for _ in range(passes):
-        start = best
-        for stage, rule in stages:
-            cands = [best]
-            for name, values in stage.items():
-                cands = [apply(o, name, v) for o in cands for v in values]
-            top = max(map(score, cands))
-            if rule == "weakest":
-                best = next(o for o in cands if score(o) >= top - min_gain)
-            elif top > score(best) + min_gain:
-                best = max(cands, key=score)
-        if best == start:
-            break
-    return best, row(best)
+#: dev family -> (dataset, split); the 2Wiki test split is scored, never searched
+FAMILIES = {"2wiki_dev": ("2wikimultihopqa", "dev"), "hotpotqa_train": ("hotpotqa_train", "test"),
+            "musique_dev": ("musique_dev", "all")}
+#: the grids of the worst-family search (coarser than SPACE: three families per setting)
+GRID = {"title_chunks": [0.0, 0.3, 1.0, 3.0], "delta": [0.75, 0.8, 0.85, 0.9],
+        "lam": [0.1, 0.3, 1.0], "damping": [0.0, 0.2, 0.5],
+        "hop": [(0, 1.0, 2, "sim"), (1, 1.0, 2, "sim"), (1, 0.5, 2, "sim"), (2, 1.0, 2, "sim")],
+        "hop_titles": [False, True], "title_top": [0, 1]}
+#: options the default keeps, each dropped unless it earns its place on the worst family
+KEPT = [("seeds", ("none", 1, INF)), ("bm25", (0.0, 0)), ("title_words", False),
+        ("temporal", (50, 0.0)), ("stibp", False)]
+
+
+#: the ablation rows run by default (labels containing one of these); ``--rows`` to change
+SHORT_ROWS = ["-hop (no", "-hop titles", "-seeds", "-bm25", "-title single", "-title chunks",
+              "title top", "-ppr (rank", "-stibp", "-ranker", "-temporal_from_space"]
+
+
+class Search:
+    """Scores settings lazily per family (cached) and selects by the worst family's lift."""
+
+    def __init__(self, benches: dict, min_gain: float) -> None:
+        self.benches, self.min_gain = benches, min_gain
+        self.cache: dict[tuple[str, str], dict] = {}
+        self.dense = {f: self.score(replace(TUNED, method="dense"), f) for f in benches}
+        self.trail: list[dict] = []
+
+    def score(self, o: QueryOptions, fam: str) -> dict:
+        key = (json.dumps(plain(o), sort_keys=True), fam)
+        if key not in self.cache:
+            self.cache[key] = self.benches[fam].score(o)
+            print(f"{len(self.cache):5d} {fam:15s} {self.cache[key]['objective']:.4f}",
+                  file=sys.stderr, flush=True)
+        return self.cache[key]
+
+    def lift(self, o: QueryOptions, fam: str) -> float:
+        return self.score(o, fam)["objective"] - self.dense[fam]["objective"]
+
+    def worst(self, o: QueryOptions, fams) -> float:
+        return min(self.lift(o, f) for f in fams)
+
+    def own_best(self, fam: str) -> tuple[QueryOptions, dict]:
+        """The best setting for ``fam`` alone among every setting scored on it (by any
+        selection): its own-tuned best over the searched settings."""
+        key = max((k for k in self.cache if k[1] == fam), key=lambda k: self.cache[k]["objective"])
+        return json.loads(key[0]), self.cache[key]
+
+    def select(self, fams: tuple[str, ...], ranker: bool, passes: int = 2) -> QueryOptions:
+        """The coordinate search (module docstring) on ``fams`` from config.TUNED."""
+        best = replace(TUNED, hybrid=replace(TUNED.hybrid, rank_weights=()))
+        score = lambda o: self.worst(o, fams)  # noqa: E731
+        G = GRID
+        stages = (({"title_chunks": G["title_chunks"]}, "weakest"),
+                  ({"delta": G["delta"], "lam": G["lam"]}, "best"), ({"damping": G["damping"]}, "best"),
+                  ({"hop": G["hop"]}, "best"), ({"hop_titles": G["hop_titles"]}, "best"),
+                  ({"title_top": G["title_top"]}, "best"))
+        for _ in range(passes):
+            start = best
+            for stage, rule in stages:
+                cands = [best]
+                for name, values in stage.items():
+                    cands = [apply(o, name, v) for o in cands for v in values]
+                top = max(map(score, cands))
+                if rule == "weakest":
+                    best = next(o for o in cands if score(o) >= top - self.min_gain)
+                elif top > score(best) + self.min_gain:
+                    best = max(cands, key=score)
+            for name, off in KEPT:  # the cheaper setting when the option earns no more than the guard
+                if current(best, name) != off:
+                    without = apply(best, name, off)
+                    if score(without) >= score(best) - self.min_gain:
+                        best = without
+            if best == start:
+                break
+        self.trail.append({"families": list(fams), "before_ranker": plain(best)})
+        if ranker:
+            from train_ranker import collect, fit
+            w = fit([collect(self.benches[f], best) for f in fams])
+            ranked = apply(best, "rank_weights", w)
+            keep = score(ranked) > score(best) + self.min_gain
+            self.trail[-1].update(ranker_weights=list(w), ranker_kept=keep,
+                                  worst_without=score(best), worst_with=score(ranked))
+            if keep:
+                best = ranked
+        return best
 
 
 def plain(o: QueryOptions) -> dict:
     return json.loads(json.dumps(asdict(o), default=str))
 
 
+def _rec(x: dict) -> dict:
+    return {f"recall@{k}": x["recall"][k] for k in KS}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--embedder", default="minilm")
     p.add_argument("--index", action="append", required=True,
-                   help="DATASET=INDEX_DIR (2wikimultihopqa and hotpotqa_train)")
+                   help="DATASET=INDEX_DIR for 2wikimultihopqa, hotpotqa_train and musique_dev")
     p.add_argument("--cache-dir", default="cache")
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--mode", choices=("local", "random", "ablate"), default="local",
-                   help="local: delta x lambda then the second round, from config.TUNED; "
-                        "random: --samples random settings over every coordinate; "
-                        "ablate: no search, ablations around config.TUNED")
-    p.add_argument("--min-gain", type=float, default=0.005,
-                   help="local: keep a stage's change only above this objective gain")
-    p.add_argument("--samples", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--base", choices=("tuned", "searched"), default="searched",
-                   help="ablate around the dev-selected setting (searched) or config.TUNED")
+    p.add_argument("--mode", choices=("select", "ablate"), default="select",
+                   help="select: the worst-family search, leave-one-family-out, ablations; "
+                        "ablate: ablations around config's preset of this embedder only")
+    p.add_argument("--min-gain", type=float, default=0.005, help="the noise guard (objective)")
+    p.add_argument("--no-ranker", action="store_true", help="skip the calibrated-ranker stage")
+    p.add_argument("--no-lofo", action="store_true", help="skip leave-one-family-out")
     p.add_argument("--rows", nargs="*", default=None,
-                   help="only the ablation rows whose label contains one of these strings")
+                   help="only the ablation rows whose label contains one of these strings "
+                        "(default: SHORT_ROWS; --rows with no value: all)")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
     a = p.parse_args(argv)
     index = dict(x.split("=", 1) for x in a.index)
     emb = make_embedder(a.embedder)
     t0 = time.perf_counter()
-    dev = Bench("2wikimultihopqa", "dev", index["2wikimultihopqa"], emb, a.cache_dir, a.data_dir)
-    hot = Bench("hotpotqa_train", "test", index["hotpotqa_train"], emb, a.cache_dir, a.data_dir)
+    benches = {f: Bench(ds, sp, index[ds], emb, a.cache_dir, a.data_dir)
+               for f, (ds, sp) in FAMILIES.items()}
     test = Bench("2wikimultihopqa", "test", index["2wikimultihopqa"], emb, a.cache_dir, a.data_dir)
     print(f"loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-
-    rows, seen = [], {}
-
-    def row(o: QueryOptions) -> dict:
-        key = json.dumps(plain(o), sort_keys=True)
-        if key not in seen:
-            seen[key] = {"options": {n: current(o, n) for n in SPACE}, "dev": dev.score(o),
-                         "hotpot": hot.score(o)}
-            rows.append((o, seen[key]))
-            print(f"{len(rows):4d} dev {seen[key]['dev']['objective']:.4f} "
-                  f"hotpot {seen[key]['hotpot']['objective']:.4f}", file=sys.stderr, flush=True)
-        return seen[key]
-
-    if a.mode == "random":
-        rng = random.Random(a.seed)
-        row(TUNED)
-        for _ in range(a.samples):
-            o = TUNED
-            for name, values in SPACE.items():
-                o = apply(o, name, rng.choice(values))
-            row(o)
-        # the dev winner; among settings within 0.002 of it, the one with the fewest
-        # changes from the "off" values of the signals (a simplicity prior, still dev-only)
-        top = max(r["dev"]["objective"] for _, r in rows)
-        near = [(o, r) for o, r in rows if r["dev"]["objective"] >= top - 0.002]
-        off = {"hop": 0, "bm25": 0.0, "seeds": "none"}
-        best_dev = min(near, key=lambda t: (sum(current(t[0], n)[0] != v for n, v in off.items()),
-                                            -t[1]["dev"]["objective"]))
-        best_hot = max(rows, key=lambda t: t[1]["hotpot"]["objective"])
-    elif a.mode == "ablate":
-        best_dev = best_hot = (TUNED, row(TUNED))
+    S = Search(benches, a.min_gain)
+    fams = tuple(FAMILIES)
+    from hyperrag_fast.config import preset_for
+    shipped = preset_for(emb.name)
+    if a.mode == "ablate":
+        chosen = shipped
     else:
-        best_dev = local_search(row, "dev", a.min_gain)
-        best_hot = local_search(row, "hotpot", a.min_gain)
-    base = best_dev[0] if a.base == "searched" else TUNED
+        chosen = S.select(fams, not a.no_ranker)
+    lofo = {}
+    if a.mode == "select" and not a.no_lofo:
+        for held in fams:
+            rest = tuple(f for f in fams if f != held)
+            on_rest = S.select(rest, not a.no_ranker)
+            lofo[held] = {"chosen_on": list(rest), "query_options": plain(on_rest),
+                          "stitch": S.score(on_rest, held), "dense": S.dense[held]}
+        for held in fams:  # after every selection: the best over all settings scored on it
+            own_o, own = S.own_best(held)
+            lofo[held].update(own_best=own, own_best_query_options=own_o,
+                              own_best_rule="the best objective on this family alone among "
+                                            "every setting any selection scored on it")
+    per = lambda o: {f: S.score(o, f) for f in fams} | {"2wiki_test": test.score(o)}  # noqa: E731
     ablations = []
+    rows = a.rows if a.rows is not None else SHORT_ROWS
     for label, changes in ABLATIONS:
-        if a.rows and not any(r in label for r in a.rows):
+        if rows and not any(r in label for r in rows):
             continue
-        o = base
+        o = chosen
         for n, v in changes.items():
             o = apply(o, n, v)
-        ablations.append({"label": label, "dev": dev.score(o), "hotpot": hot.score(o),
-                          "test": test.score(o)})
+        if o == chosen and changes:
+            continue  # the option is already off: nothing to ablate
+        row = {"label": label, **{f: S.score(o, f) for f in fams}}
+        row["lift_vs_selected"] = {f: round(S.score(o, f)["objective"] - S.score(chosen, f)["objective"], 4)
+                                   for f in fams}
+        ablations.append(row)
     out = {
         "command": "python benchmarks/quality_search.py " + " ".join(argv or sys.argv[1:]),
         "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
-           "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
-        "selection": "2wikimultihopqa dev only; hotpotqa_train scored for transfer",
-        "tuned_default": {"dev": dev.score(TUNED), "hotpot": hot.score(TUNED),
-                          "test": test.score(TUNED)},
-        "best_on_dev": {**best_dev[1], "query_options": plain(best_dev[0]),
-                        "test": test.score(best_dev[0])},
-        "best_on_hotpot_diagnostic": {**best_hot[1], "query_options": plain(best_hot[0]),
-                                      "test": test.score(best_hot[0])},
-        "ablations": ablations,
-        "samples": [r for _, r in rows],
+        "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name,
+        "objective": "(R@2 + R@5 + R@8) / 3",
+        "selection": "the worst dev family's lift over dense of the same index "
+                     f"(families {list(fams)}), changes kept only above {a.min_gain}",
+        "dense": {**S.dense, "2wiki_test": test.score(replace(TUNED, method="dense"))},
+        "shipped_preset": {**per(shipped), "query_options": plain(shipped)},
+        "selected": {**per(chosen), "query_options": plain(chosen)},
+        "leave_one_family_out": lofo, "trail": S.trail, "ablations": ablations,
+        "n_settings_scored": len(S.cache),
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out + ".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
@@ -280,21 +339,36 @@ def _r(x: dict) -> str:
 
 
 def render(out: dict) -> str:
-    lines = [f"# STITCH settings search and ablations ({out['embedder']})", "",
-             f"Command: `{out['command']}`  ", f"Selection: {out['selection']}. Objective "
-             f"{out['objective']}. Cells: R@2/R@5/R@8.", "",
-             "| setting | 2Wiki dev (tuned on) | HotpotQA (out of sample) | 2Wiki test |",
-             "|---|---|---|---|"]
-    for label, key in (("config.TUNED (before)", "tuned_default"), ("best on 2Wiki dev", "best_on_dev"),
-                       ("best on HotpotQA (diagnostic, not shipped)", "best_on_hotpot_diagnostic")):
-        x = out[key]
-        lines.append(f"| {label} | {_r(x['dev'])} | {_r(x['hotpot'])} | {_r(x['test'])} |")
-    lines += ["", "## Ablations around the dev-selected setting", "",
-              "| row | 2Wiki dev | HotpotQA | 2Wiki test |", "|---|---|---|---|"]
+    fams = list(FAMILIES)
+    cols = fams + ["2wiki_test"]
+    lines = [f"# STITCH settings chosen by the worst dev family ({out['embedder']})", "",
+             f"Command: `{out['command']}`  ", f"Commit {out['git_commit']}"
+             f"{' (dirty)' if out['git_dirty'] else ''}. Selection: {out['selection']}. "
+             f"Objective {out['objective']}. Cells: R@2/R@5/R@8.", "",
+             "| setting | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    lines.append("| dense | " + " | ".join(_r(out["dense"][c]) for c in cols) + " |")
+    for label, key in (("shipped preset (config)", "shipped_preset"), ("selected", "selected")):
+        lines.append(f"| {label} | " + " | ".join(_r(out[key][c]) for c in cols) + " |")
+    if out["leave_one_family_out"]:
+        lines += ["", "## Leave one family out (chosen on the other two; R@5)", "",
+                  "| held-out family | dense | chosen on the other two | own-tuned best |",
+                  "|---|---|---|---|"]
+        for f, x in out["leave_one_family_out"].items():
+            lines.append(f"| {f} | {x['dense']['recall'][5]:.3f} | {x['stitch']['recall'][5]:.3f} "
+                         f"| {x['own_best']['recall'][5]:.3f} |")
+    lines += ["", "## Ablations around the selected setting", "",
+              "| row | " + " | ".join(cols) + " | objective change per family | wins / loses |",
+              "|---" * (len(cols) + 3) + "|"]
     for x in out["ablations"]:
-        lines.append(f"| {x['label']} | {_r(x['dev'])} | {_r(x['hotpot'])} | {_r(x['test'])} |")
-    lines += ["", "Best on dev (searched coordinates):", "", "```",
-              json.dumps(out["best_on_dev"]["options"], default=str), "```"]
+        x = {"2wiki_test": None, **x}
+        d = x["lift_vs_selected"]
+        wins = [f for f in fams if d[f] > 0.005]
+        loses = [f for f in fams if d[f] < -0.005]
+        lines.append(f"| {x['label']} | " + " | ".join(_r(x[c]) if x[c] else "-" for c in cols) + " | "
+                     + ", ".join(f"{d[f]:+.3f}" for f in fams)
+                     + f" | {'+' + ','.join(wins) if wins else ''} {'-' + ','.join(loses) if loses else ''} |")
+    lines += ["", "Trail (per selection: the setting before the ranker stage, the ranker's "
+              "weights and whether it was kept) is in the JSON file.", ""]
     return "\n".join(lines) + "\n"
 
 

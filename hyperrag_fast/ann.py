@@ -171,6 +171,9 @@ class VectorIndex:
         if path is None:
             return cls(vectors, AnnParams(**{**p.__dict__, "backend": "exact"}))
         from usearch.index import Index
+
+        from .hnsw_check import check_hnsw  # usearch trusts its files: check them first
+        check_hnsw(path, np.shape(vectors)[1], None if distinct is None else len(distinct[0]))
         hnsw = Index.restore(os.fspath(path), view=view)
         if hnsw is None:
             raise ValueError(f"{path}: not a usearch index file")

@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -157,17 +158,22 @@ def _all_failed(rep, what: str) -> None:
 def cmd_index(a) -> dict[str, Any]:
     from .index import HyperIndex
     from .intake import check_new_index_target, check_writable_parent
-    from .publish import writer_lock
+    from .publish import first_build, unfinished_build, writer_lock
     from .store import current_generation
-    check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
-                           or (p / "manifest.json").is_file())  # or an old-format index
+    resumed = unfinished_build(a.index)  # what a killed first build left: carry on
+    if resumed:
+        check_writable_parent(Path(a.index))
+    else:
+        check_new_index_target(a.index, a.force, lambda p: current_generation(p) is not None
+                               or (p / "manifest.json").is_file())  # or an old-format index
     if a.cache_dir:
         check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
     extractor = make_extractor(a.extractor, a, a.index)
     docs = _documents(a)
     created = not Path(a.index).exists()
     try:
-        with writer_lock(a.index, a.lock_timeout):
+        with writer_lock(a.index, a.lock_timeout) as root, \
+                first_build(root) if created or resumed else nullcontext():
             ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
                                   progress=not a.quiet, max_tokens=a.max_tokens,
                                   overlap=a.overlap, cache_dir=a.cache_dir,
@@ -223,10 +229,15 @@ def cmd_delete(a) -> dict[str, Any]:
     return {"index": a.index, "removed_chunks": removed, "counts": ix.manifest()["counts"]}
 
 
-def query_options(a):
-    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments."""
-    from .config import QueryOptions
-    return QueryOptions(method=a.method, k_nodes=a.k_nodes, k_chunks=a.k_chunks).with_top_k(a.top_k)
+def query_options(a, embedder_name: str | None = None):
+    """The :class:`~hyperrag_fast.config.QueryOptions` of ``hyperrag query`` arguments:
+    the preset of the index's embedder (``config.preset_for``), with the options given."""
+    from .config import preset_for
+    o = preset_for(embedder_name)
+    o = replace(o, method=a.method,
+                k_nodes=o.k_nodes if a.k_nodes is None else a.k_nodes,
+                k_chunks=o.k_chunks if a.k_chunks is None else a.k_chunks)
+    return o if a.top_k is None else o.with_top_k(a.top_k)
 
 
 def _retriever(ix, path: str, method: str):
@@ -250,7 +261,7 @@ def cmd_query(a) -> dict[str, Any] | None:
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
     ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
-    opts = query_options(a)
+    opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method)
 
     def render(res) -> dict[str, Any]:

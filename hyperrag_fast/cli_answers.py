@@ -53,9 +53,9 @@ def cmd_ask(a, load) -> dict[str, Any]:
     from dataclasses import replace
 
     from .answer import answer
-    from .config import TUNED
     client = make_client(a.base_url, a.model, a.api_key, a.timeout)
-    ans = answer(load(a.index, not a.no_verify), a.question, client, replace(TUNED, method=a.method),
+    r = load(a.index, not a.no_verify)  # its options: the preset of the index's embedder
+    ans = answer(r, a.question, client, replace(r.options, method=a.method),
                  top_k=a.top_k, stream=a.stream, max_context_chars=a.max_context_chars,
                  temperature=a.temperature)
     return {"question": a.question, "method": a.method, **ans.to_dict()}

@@ -119,9 +119,12 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
                    help="answer every line of FILE (- = stdin): a JSON object "
                         '{"question", "id"?} or plain text; prints one JSON line each')
     s.add_argument("--method", choices=METHOD_NAMES, default=TUNED.method)
-    s.add_argument("--top-k", type=int, default=TUNED.top_k)
-    s.add_argument("--k-nodes", type=int, default=TUNED.k_nodes, help="K_V: candidate entity states")
-    s.add_argument("--k-chunks", type=int, default=TUNED.k_chunks, help="K_C: candidate chunks")
+    s.add_argument("--top-k", type=int, default=None,
+                   help=f"chunks returned (default: the index embedder's preset, {TUNED.top_k})")
+    s.add_argument("--k-nodes", type=int, default=None,
+                   help="K_V: candidate entity states (default: the preset's)")
+    s.add_argument("--k-chunks", type=int, default=None,
+                   help="K_C: candidate chunks (default: the preset's)")
     s.add_argument("--explain", action="store_true", help="include intermediates")
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
     s.set_defaults(func=commands.query)

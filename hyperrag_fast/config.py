@@ -38,7 +38,7 @@ _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weig
 _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25_weight=0.0,
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
-                     hop_titles=False)
+                     hop_titles=False, rank_weights=(), title_top=0)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -143,6 +143,13 @@ class HybridOptions:
     question contains (name keys; a disambiguator such as "(song)" included, and a title
     inside a longer matched title dropped) joins C0 with its share of the prior term
     title_chunks: a title's term is split over its chunks by max(0, sim(q, c)).
+    title_top > 0: only each named title's ``title_top`` chunks most similar to q join
+    (a page of many paragraphs; 0 = all of them; a one-chunk title is unchanged).
+
+    rank_weights (ours, off = empty): the final ranking is bias + w . x over C_q's
+    per-chunk features x (``methods.fusion.FEATURES``: prior and PPR shares and ranks,
+    dense rank, similarity, STIBP score, BM25 and title terms), weights
+    ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
 
     Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
     single-word names, accent/article near-matches and embedded question phrases lost or
@@ -161,8 +168,14 @@ class HybridOptions:
     hop_weight: str = "sim"
     title_chunks: float = 0.3
     hop_titles: bool = True
+    rank_weights: tuple[float, ...] = ()
+    title_top: int = 0
 
     def __post_init__(self) -> None:
+        if self.title_top < 0:
+            raise ValueError("title_top must be >= 0")
+        if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
+            raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
         if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
             raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
@@ -263,5 +276,24 @@ class QueryOptions:
 TUNED = QueryOptions()
 #: STITCH-RAG as published (method ``stitch_paper``: the paper's constants, no signals)
 PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_paper")
+
+#: The preset per shipped embedder (issue 21; docs/architecture.md §6): each chosen by
+#: ``benchmarks/quality_search.py`` with that embedder's indexes on the three dev families
+#: by the worst family's lift over dense (its tuning file is named beside each preset).
+#: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
+TUNED_BGE = TUNED
+PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
+#: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
+PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))
+
+
+def preset_for(embedder_name: str | None) -> QueryOptions:
+    """The preset of the embedder an index was built with (its manifest's
+    ``embedder.name``): :data:`PRESETS` by name prefix; any other embedder (hashing, an
+    OpenAI-compatible service) gets :data:`TUNED`, the MiniLM preset."""
+    for prefix, kind in PRESET_NAMES:
+        if embedder_name and embedder_name.startswith(prefix):
+            return PRESETS[kind]
+    return TUNED
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from .config import LOCK_TIMEOUT_S
 from .checksums import FAST, manifest_checksums, verify_files
 from .errors import IndexCorruptedError, IndexLockedError
+from .paths import is_link
 from .store import (_GEN, CURRENT, FORMAT_VERSION, LEXICAL, MANIFEST, SCRATCH_PREFIX, VECTOR_KINDS,
                     StoredIndex, _read_manifest_at, current_generation, generation_dir)
 from .texts import TEXTS, extraction_to_json
@@ -145,6 +146,9 @@ def writer_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S,
         raise FileNotFoundError(f"no index directory at {path}")
     _check_replaceable(root)
     root.mkdir(parents=True, exist_ok=True)
+    if is_link(root / LOCK):
+        raise IndexCorruptedError(f"{root / LOCK}: the writer lock is a symbolic link; remove "
+                                  f"it (a writer never follows one)")
     lock = filelock.FileLock(root / LOCK, is_singleton=True)
     try:
         lock.acquire(timeout=timeout)
@@ -157,6 +161,40 @@ def writer_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S,
         yield root
     finally:
         lock.release()
+
+
+# ------------------------------------------------------------------- first builds
+_FIRST = "-first"  # SCRATCH_PREFIX + pid + this: a first build runs (a file, under the lock)
+
+
+def unfinished_build(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is what a killed first build (``hyperrag index``) left: no index
+    published and only a writer's leftovers (the lock, unpublished generations, pointer
+    temp files, build scratch), or an index published by a first build that died before
+    it finished (its marker names a process that is gone). The next build proceeds into
+    it under the lock (a running build holds it: the newcomer waits or is refused)."""
+    root = Path(path)
+    if not root.is_dir() or is_link(root):
+        return False
+    names = os.listdir(root)
+    if any(n.startswith(SCRATCH_PREFIX) and n.endswith(_FIRST) and not _alive(n) for n in names):
+        return True
+    if not names or CURRENT in names or MANIFEST in names:
+        return False
+    return all(n == LOCK or _GEN.match(n) or n.startswith((_POINTER_TMP, SCRATCH_PREFIX))
+               for n in names)
+
+
+@contextmanager
+def first_build(root: Path) -> Iterator[None]:
+    """Mark a first build of index folder ``root`` (the caller holds its lock) until it
+    has published, so that one killed after publishing is still seen as unfinished."""
+    marker = root / f"{SCRATCH_PREFIX}{os.getpid()}{_FIRST}"
+    marker.touch()
+    try:
+        yield
+    finally:
+        marker.unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------- publishing
@@ -177,7 +215,11 @@ def _kill_point(step: str) -> None:
 
 
 def _rmtree_generation(d: Path) -> None:
-    """Remove a generation, manifest first: a half-removed one is never complete."""
+    """Remove a generation, manifest first: a half-removed one is never complete. A
+    symbolic link in its place is removed itself, never what it points at."""
+    if is_link(d):
+        d.unlink()
+        return
     try:
         (d / MANIFEST).unlink()
     except FileNotFoundError:
@@ -209,17 +251,21 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
     ``.<name>.old-*`` folders the format <= 3 save left beside the index."""
     for n in sorted(os.listdir(root)):
         p = root / n
-        if _GEN.match(n) and n not in keep:
+        if is_link(p) and (_GEN.match(n) or n.startswith((_POINTER_TMP, SCRATCH_PREFIX))
+                           or n in _LEGACY):
+            if not _GEN.match(n) or n not in keep:
+                p.unlink()  # a link in the index folder: never followed
+        elif _GEN.match(n) and n not in keep:
             _rmtree_generation(p)
         elif n.startswith(_POINTER_TMP):
             p.unlink(missing_ok=True)
         elif n in _LEGACY and (root / CURRENT).is_file():
             shutil.rmtree(p) if p.is_dir() else p.unlink()
-        elif n.startswith(SCRATCH_PREFIX) and p.is_dir() and not _alive(n):
-            shutil.rmtree(p, ignore_errors=True)  # a killed build's scratch folder
+        elif n.startswith(SCRATCH_PREFIX) and not _alive(n):  # a killed build's scratch
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
     for p in root.parent.iterdir():
-        if aside.match(p.name) and p.is_dir():
+        if aside.match(p.name) and p.is_dir() and not is_link(p):
             shutil.rmtree(p, ignore_errors=True)
 
 

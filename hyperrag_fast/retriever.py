@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .config import QueryOptions
+from .config import QueryOptions, preset_for
 from .embed.base import Embedder
 from .reader import IndexReader, check_embedder
 from .methods import METHODS, CodaSetup, MethodOutput, query_state, register_method
@@ -61,7 +61,8 @@ class Retriever:
     (``IndexReader.open(path)``, all a query process imports) or a ``HyperIndex`` (which
     extends it; make a new Retriever after ``index.add``/``delete``). ``prebuilt``: what the explicit build step made
     for methods that need more than the index (``hyperrag_fast.prebuilt.load_prebuilt``);
-    ``coda``: CODA's query-side options and LLM steps. Thread-safe: the engine keeps
+    ``coda``: CODA's query-side options and LLM steps. ``options`` default: the preset of
+    the index's embedder (``config.preset_for``). Thread-safe: the engine keeps
     per-thread scratch, searches only read shared arrays."""
 
     def __init__(self, index: IndexReader, embedder: Embedder | None = None,
@@ -73,7 +74,7 @@ class Retriever:
         check_embedder(embedder, index.embedder_name, index.embedder_dim, "the index")
         self.index = index
         self.embedder = embedder
-        self.options = options or QueryOptions()
+        self.options = options or preset_for(index.embedder_name)
         self.state = query_state(index, prebuilt, coda, embedder)
 
     def warmup(self) -> None:

@@ -35,6 +35,7 @@ import json
 import os
 import re
 import sqlite3
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -45,6 +46,7 @@ from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
 from .checksums import Verification
+from .paths import check_manifest_paths, is_link
 from .texts import TEXTS, read_texts
 from .validate import check_finite, check_structure
 
@@ -78,18 +80,32 @@ class StoredIndex:
     lexical: dict[str, Any] = field(default_factory=dict)  # BM25 terms + parameters
 
 
+def _reason(e: Exception) -> str:
+    """Why a JSON file did not parse, without quoting it."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"invalid JSON at line {e.lineno} column {e.colno}"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 at byte {e.start}"
+    return "nested too deeply" if isinstance(e, RecursionError) else type(e).__name__
+
+
 # ---------------------------------------------------------------- generations
 def current_generation(path: str | os.PathLike) -> str | None:
     """The generation name CURRENT of index dir ``path`` points at (None: no CURRENT)."""
     f = Path(path) / CURRENT
+    if is_link(f):
+        raise IndexCorruptedError(f"{f}: is a symbolic link, not an index pointer; refusing "
+                                  f"to follow it")
     try:
-        name = f.read_text(encoding="utf-8").strip()
+        with open(f, "rb") as fh:
+            raw = fh.read(64)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise IndexCorruptedError(f"{f}: unreadable ({e})") from None
-    if not _GEN.match(name):
-        raise IndexCorruptedError(f"{f}: names {name[:80]!r}, not a generation directory")
+    except OSError as e:
+        raise IndexCorruptedError(f"{f}: unreadable ({e.strerror or type(e).__name__})") from None
+    name = raw.decode("ascii", "replace").strip()
+    if not _GEN.match(name):  # the message never quotes the file: it may be anything
+        raise IndexCorruptedError(f"{f}: does not name a generation directory")
     return name
 
 
@@ -101,7 +117,12 @@ def generation_dir(path: str | os.PathLike) -> Path:
     if not root.is_dir():
         raise FileNotFoundError(f"no index directory at {root}")
     name = current_generation(root)
-    return root if name is None else root / name
+    if name is None:
+        return root
+    if is_link(root / name):
+        raise IndexCorruptedError(f"{root / name}: the live generation is a symbolic link; "
+                                  f"refusing to read outside the index folder")
+    return root / name
 
 
 def manifest_path(path: str | os.PathLike) -> Path:
@@ -140,16 +161,20 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
     if not root.is_dir():
         raise FileNotFoundError(f"no index directory at {root}")
     mf = root / MANIFEST
+    if is_link(mf):
+        raise IndexCorruptedError(f"{mf}: is a symbolic link; refusing to follow it")
     if not mf.is_file():
         raise IndexCorruptedError(f"{mf}: missing; {root} is not a saved index")
     try:
         manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise IndexCorruptedError(f"{mf}: unreadable manifest ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise IndexCorruptedError(f"{mf}: unreadable manifest ({_reason(e)})") from None
     if not isinstance(manifest, dict) or "format_version" not in manifest:
         raise IndexCorruptedError(f"{mf}: manifest has no format_version")
     if manifest["format_version"] != FORMAT_VERSION:
-        raise IndexMismatchError(f"{mf}: index format version {manifest['format_version']!r}, "
+        v = manifest["format_version"]
+        raise IndexMismatchError(f"{mf}: index format version "
+                                 f"{v if isinstance(v, int) else '(not a number)'}, "
                                  f"this library reads version {FORMAT_VERSION}; rebuild the index")
     for key in ("files", "counts", "embedder", "extractor", "merge"):
         if key not in manifest:
@@ -166,9 +191,7 @@ def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) 
 
 def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     manifest = _read_manifest_at(root)
-    for rel in manifest["files"]:
-        if not (root / rel).is_file():
-            raise IndexCorruptedError(f"{root / rel}: listed in the manifest but missing")
+    check_manifest_paths(root, manifest, (TEXTS, LEXICAL, *(f"vectors/{k}.npy" for k in VECTOR_KINDS)))
     vec_files = {f"vectors/{k}.npy": k for k in VECTOR_KINDS}
     # verified: checksums and the vectors' NaN / inf scan in one pass, on a thread
     check = Verification(root, manifest, vec_files) if verify else None
@@ -190,8 +213,9 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
     def npy(rel: str) -> np.ndarray:
         try:
             return np.load(root / rel, mmap_mode=mode, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as e:
-            raise IndexCorruptedError(f"{root / rel}: unreadable array ({e})") from None
+        except (ValueError, OSError, EOFError, SyntaxError, tokenize.TokenError) as e:
+            raise IndexCorruptedError(f"{root / rel}: unreadable array (not a valid .npy "
+                                      f"file: {type(e).__name__})") from None
 
     arrays = {Path(rel).stem: npy(rel) for rel in sorted(manifest["files"])
               if rel.startswith("arrays/") and rel.endswith(".npy")}
@@ -204,8 +228,8 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
     ann = {k: root / v for k, v in manifest.get("ann_files", {}).items()}
     try:
         lexical = json.loads((root / LEXICAL).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise IndexCorruptedError(f"{root / LEXICAL}: unreadable ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise IndexCorruptedError(f"{root / LEXICAL}: unreadable ({_reason(e)})") from None
     s = StoredIndex(manifest, arrays, vectors, *texts, ann_files=ann, lexical=lexical)
     _check_counts(root, s)
     return s

@@ -64,6 +64,12 @@ def test_title_shares_split_by_similarity():
     assert ids.tolist() == [0, 1, 2, 3]
     np.testing.assert_allclose(share, [1 / 1.6, 0.6 / 1.6, 1.0, 1.0], rtol=1e-6)
     assert title_shares(Eng, q, [])[0].size == 0
+    # title_top: a page of several chunks keeps its most similar ones; one-chunk titles stay
+    ids, share = title_shares(Eng, q, [np.array([3, 1, 0]), np.array([2])], top=1)
+    assert ids.tolist() == [0, 2] and share.tolist() == pytest.approx([1.0, 1.0])
+    ids, share = title_shares(Eng, q, [np.array([3, 1, 0])], top=2)
+    assert ids.tolist() == [1, 0]
+    np.testing.assert_allclose(share, [0.6 / 1.6, 1 / 1.6], rtol=1e-6)
 
 
 def test_title_chunks_option_validated():

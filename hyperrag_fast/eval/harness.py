@@ -26,7 +26,7 @@ from ..embed.base import Embedder
 from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
 from ..index import HyperIndex
-from ..config import QueryOptions
+from ..config import QueryOptions, preset_for
 from ..methods import METHODS, needs
 from ..prebuilt import Prebuilt, build_prebuilt, ensure_prebuilt
 from ..retriever import Retriever
@@ -138,9 +138,11 @@ def embed_questions(embedder: Embedder, texts: Sequence[str],
     return np.stack(vecs), times
 
 
-def method_options(name: str, given: QueryOptions | None, max_k: int) -> QueryOptions:
-    """``given`` (method set to ``name``) or the defaults; top_k must cover ``max_k``."""
-    o = replace(given, method=name) if given is not None else QueryOptions(method=name)
+def method_options(name: str, given: QueryOptions | None, max_k: int,
+                   preset: QueryOptions | None = None) -> QueryOptions:
+    """``given`` (method set to ``name``) or ``preset`` (default: ``QueryOptions()``), the
+    embedder's preset; top_k must cover ``max_k``."""
+    o = replace(given if given is not None else (preset or QueryOptions()), method=name)
     if given is None and o.top_k < max_k:
         o = o.with_top_k(max_k)
     if o.top_k < max_k:
@@ -216,10 +218,11 @@ def evaluate(dataset: str, split: str, methods: Sequence[str],
     if stray:
         raise ValueError(f"options given for methods not run: {stray}")
     max_k = max(ks)
-    opts = {m: method_options(m, options_by_method.get(m), max_k) for m in methods}
     ds = load_dataset(dataset, split, data_dir)
     extractor = (extractor_factory or default_extractor)()
     embedder = (embedder_factory or default_embedder)()
+    preset = preset_for(embedder.name)  # the index records this embedder (manifest)
+    opts = {m: method_options(m, options_by_method.get(m), max_k, preset) for m in methods}
     machine = machine_info()
     ix, index_info = load_or_build_index(ds, extractor, embedder, index_dir,
                                          cache_dir if cache_dir is not None else "cache",

@@ -16,6 +16,7 @@ import numpy as np
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
+from .fusion import fused_top, rank_features
 
 
 def _ms(t0: float) -> float:
@@ -38,21 +39,23 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     t0 = time.perf_counter()
     v0, _ = state.node_search[key].search(q, o.k_nodes)
     c0, _ = state.index.ann["chunk_vec"].search(q, o.k_chunks)
+    dense = c0
     bonus = np.zeros(c0.shape[0])
+    b_ids, b_s = np.empty(0, np.int64), np.empty(0)
     if hybrid.k_bm25 > 0 and hybrid.bm25_weight > 0 and state.bm25 is not None:
         b_ids, b_s = state.bm25.top_k(text, hybrid.k_bm25)
         if b_ids.size:
             c0 = np.concatenate([c0, b_ids])
             bonus = np.concatenate([bonus, hybrid.bm25_weight * b_s / b_s.max()])
     seeds = np.empty(0, np.int64)
-    named = np.empty(0, np.int64)
+    named, share = np.empty(0, np.int64), np.empty(0)
     if hybrid.seeds != "none":
         lk = state.lookups[key]
         groups = question_groups(text, lk, hybrid.seeds, hybrid.ngram_min_words, hybrid.title_words)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
     if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
-            text, hybrid.ngram_min_words))
+            text, hybrid.ngram_min_words), hybrid.title_top)
         if hybrid.title_chunks > 0:
             c0 = np.concatenate([c0, named])
             bonus = np.concatenate([bonus, hybrid.title_chunks * share])
@@ -71,21 +74,34 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                                      hop_v])
             r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                           seed_values=values, detail=detail)
+    ids, scores, X = r.chunk_ids, r.scores, None
+    if hybrid.rank_weights or detail:
+        X = rank_features(r.cq, r.cq_sim, r.cq_score, r.cq_prior, r.cq_pi, dense, (b_ids, b_s),
+                          (named, share))
+        if hybrid.rank_weights:
+            ids, scores = fused_top(r.cq, X, hybrid.rank_weights, stitch.top_k)
     graph_ms = _ms(t0)
     d = None
     if detail:
         d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k not in ("chunk_ids", "scores")}
-        d.update(cand_nodes=v0, cand_chunks=c0, seed_nodes=seeds, graph=key)
-    return MethodOutput(r.chunk_ids, r.scores, d, cand_ms, graph_ms)
+        d.update(cand_nodes=v0, cand_chunks=c0, seed_nodes=seeds, graph=key, features=X)
+    return MethodOutput(ids, scores, d, cand_ms, graph_ms)
 
 
-def title_shares(eng, q: np.ndarray, titled: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
+                 top: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The chunks of the titles the question names, each with its share of its title's
     prior term (``HybridOptions.title_chunks``): max(0, sim(q, c)) over the title's chunks,
-    normalised to sum 1 (equal shares when no chunk is similar)."""
+    normalised to sum 1 (equal shares when no chunk is similar). ``top`` > 0 keeps only
+    each title's ``top`` chunks most similar to q (a page of many paragraphs lifts the
+    paragraph the question is about; a title with one chunk is unchanged)."""
     if not titled:
         return np.empty(0, np.int64), np.empty(0)
     shares = []
+    if top > 0:
+        titled = [ids if ids.shape[0] <= top else ids[np.sort(np.argsort(
+            -(eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), kind="stable")[:top])]
+            for ids in titled]
     for ids in titled:
         w = np.maximum((eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), 0.0)
         shares.append(w / w.sum() if w.sum() > 0 else np.full(ids.shape[0], 1.0 / ids.shape[0]))
