@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
+EXPERIMENTS = Path(__file__).resolve().parent / "experiments" / "results"
 SHARED_NOTE = ("machine shared with other engineers running tests at the same time; "
                "figures are medians of repeats, compare ratios measured in one run")
 
@@ -129,10 +130,11 @@ def loglog_slope(xs, ys) -> float | None:
     return float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0])
 
 
-def write_result(name: str, data: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write_result(name: str, data: dict, folder: Path = RESULTS) -> Path:
+    """``folder/name`` (the current results, or EXPERIMENTS for a one-off experiment)."""
+    folder.mkdir(parents=True, exist_ok=True)
     data = {"command": command(), "machine": machine(), **data}
-    path = RESULTS / name
+    path = folder / name
     path.write_text(json.dumps(data, indent=2, default=_default) + "\n")
     print(f"wrote {path}")
     return path

@@ -6,6 +6,7 @@ import numpy as np
 
 from hyperrag_fast.indexing.hypergraph import hypergraph_from_flat
 from hyperrag_fast.kernels.chunk_graph import chunk_groups, dedup_arcs
+from hyperrag_fast.kernels.layout import IndexArrays
 from hyperrag_fast.kernels.scratch import new_scratch
 from hyperrag_fast.engine import group_alphas, group_weights
 
@@ -16,10 +17,11 @@ except ImportError:  # run as a script
 
 
 def kernel_tuple(g, node_vec=None, edge_vec=None, chunk_vec=None, weight="log1p"):
-    """The index tuple of ``StitchEngine.kernel_arrays`` (dummy 1-row vectors if none)."""
+    """The :class:`~hyperrag_fast.kernels.layout.IndexArrays` of ``StitchEngine.index_arrays``
+    (dummy 1-row vectors if none)."""
     dummy = np.zeros((1, 8), dtype=np.float32)
     sizes = g.group_sizes()
-    return (g.node_chunk, g.node_group, g.nc_ptr, g.nc_chunks, g.edge_ptr, g.edge_nodes,
+    return IndexArrays(g.node_chunk, g.node_group, g.nc_ptr, g.nc_chunks, g.edge_ptr, g.edge_nodes,
             g.node_ptr, g.node_edges, g.group_ptr, g.group_nodes, g.chunk_ptr, g.chunk_nodes,
             g.group_chunks,
             dummy if node_vec is None else node_vec, dummy if edge_vec is None else edge_vec,

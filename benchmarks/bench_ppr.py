@@ -1,6 +1,8 @@
 """PPR kernels against reference libraries on the same chunk graphs (issue item 1).
 
-    python benchmarks/bench_ppr.py                      # sizes 1k 10k 100k 1M, d = 0.85 and 0.2
+    # sizes 1k 10k 100k 1M, d = 0.85, 0.5 and 0.2, a 300-chunk prior and a prior on every chunk
+    OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --repeats 5 \
+        --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json
     python benchmarks/bench_ppr.py --sizes 1000 10000 --repeats 3
 
 Graphs: the production chunk-graph kernel over every chunk of a synthetic corpus (the
@@ -12,8 +14,11 @@ Group cap and edge weighting are read at run time from the library's default opt
 keeps its mass (self-loop; the same self-loop and the same arc weights are given to
 every library). Prior p: ``--prior-nnz`` random chunks with Exp(1) weights, normalised
 (0: every chunk, as in the query path, where every chunk of C_q has a prior > 0).
-Dampings ``--dampings`` (default 0.85 = paper, 0.2 = the tuned default). Solvers, each
-timed as the median over ``--repeats`` repeats of the time per call, a repeat being a batch
+Several ``--prior-nnz`` values run on the same graphs, one ``--out`` file each.
+Dampings ``--dampings`` (default 0.85 = paper, 0.5, 0.2 = the tuned default). Solvers, each
+timed as the median over ``--repeats`` repeats of the time per call (wall clock,
+``solve_ms``, and process CPU time, ``solve_cpu_ms``: on a shared machine the latter leaves
+out the time other processes held the core), a repeat being a batch
 of calls that lasts >= 5 ms (one call for solves that take longer; ``calls_per_repeat``),
 after a warm-up; ``single_call_ms`` is the median of ``--repeats`` single calls (noisier
 below ~0.1 ms):
@@ -24,8 +29,15 @@ below ~0.1 ms):
 * ours_factored  — kernels.ppr_factored.ppr_factored_topk: the same iteration and stop on the
   chunk-group incidences the CSR was deduplicated from (ppr="factored"; inverse_size weights
   only; its degrees are computed inside the timed call, CSR solvers get ``wsum`` as input);
-* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the query path's solver for
-  ppr="push" (certified top-k early stop, else L1 residual <= tol);
+* ours_local_push — hyperrag_fast.ppr.LocalPush.topk(p, d, k=top_k, eps_min=--local-eps-min):
+  the local push of kernels/ppr_local.py (per-node threshold r(v) <= eps wsum(v), halved
+  from max p / wsum / 2 until the top-k order is certified; what ppr="push" runs). Timed
+  from the dense prior (its nonzeros are found inside the call); ``LocalPush`` (validation,
+  symmetry check, per-arc scaled weights, scratch) is built once per graph (``local_push_build_ms``);
+* ours_local_push_approx — LocalPush.approx(p, d, --approx-eps): the same push down to a fixed
+  threshold (every score within eps wsum(v); ``max_error`` measured against the exact solve);
+* ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the former global push
+  (certified top-k early stop, else L1 residual <= tol; CODA's ppr_solver="push");
 * ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
 * ours_power     — kernels.ppr.ppr_power, max-abs-change < 1e-6 (the paper's rule, no early stop);
 * igraph_prpack  — Graph.personalized_pagerank(implementation="prpack", reset=p,
@@ -42,7 +54,11 @@ top8 = |top-8 of solver ∩ top-8 of exact| / 8; ``top8_same_order`` also checks
 Headline (``summary[d]["default_vs_prpack_speedup_median"]``, speed.json
 ``ppr.push_vs_prpack_speedup``): PRPACK solve time over the solver the library's default
 options run (``config.TUNED_STITCH.ppr`` read at run time: "power" -> ours_power_topk,
-"push" -> ours_push_topk, "factored" -> ours_factored; k = ``top_k``, tol / max_iter of the preset), median over sizes.
+"push" -> ours_local_push, "factored" -> ours_factored, "auto" -> whichever
+``config.ppr_solver(d, chunks, prior nonzeros)`` picks, per size in ``default_solver_by_size``;
+k = ``top_k``, tol / max_iter of the preset), median over sizes. The local push alone:
+``summary[d]["ours_local_push_vs_prpack_speedup_by_size"]`` / ``..._median`` (wall clock)
+and ``..._cpu_speedup_...`` (CPU time).
 """
 from __future__ import annotations
 
@@ -65,6 +81,7 @@ from hyperrag_fast import config
 from hyperrag_fast.kernels import params as PRM
 from hyperrag_fast.kernels.ppr import ppr_power, ppr_power_topk, ppr_push, ppr_push_topk
 from hyperrag_fast.kernels.ppr_factored import ppr_factored_topk
+from hyperrag_fast.ppr import LocalPush
 
 try:
     from . import _common as C
@@ -74,6 +91,25 @@ except ImportError:
     from _graphs import chunk_graph_of_size
 
 TOPK = 8
+SOLVERS = ("ours_power_topk", "ours_factored", "ours_local_push", "ours_local_push_approx", "ours_push_topk",
+           "ours_push", "ours_power")
+
+
+def timeit_wall_cpu(fn, repeats=5, min_batch_s=0.005):
+    """``_common.timeit_batched`` that also reads the process CPU clock around each batch:
+    (wall median, wall per repeat, batch, last result, CPU median, CPU per repeat). On a
+    shared machine the CPU time leaves out the time other processes held the core."""
+    t = time.perf_counter()
+    out = fn()
+    n = max(1, int(np.ceil(min_batch_s / max(time.perf_counter() - t, 1e-7))))
+    ts, cs = [], []
+    for _ in range(repeats):
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            out = fn()
+        cs.append((time.process_time() - c) / n)
+        ts.append((time.perf_counter() - t) / n)
+    return float(np.median(ts)), ts, n, out, float(np.median(cs)), cs
 
 
 def transition(ptr, nbr, w, wsum):
@@ -118,7 +154,7 @@ def make_prior(m, nnz, seed):
     return p / p.sum()
 
 
-def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a, fac=None):
+def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_build_ms, rep, a, fac_lp):
     m = wsum.shape[0]
     out = {}
     if m <= a.spsolve_max:
@@ -139,10 +175,13 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     res = {}
 
     def rec(name, fn, reps=rep, extra=None):
+        if a.only and m >= a.only_from and name not in a.only and name != "igraph_prpack":
+            return
         single, ts1, _ = C.timeit(fn, repeats=reps, warmup=1)
-        med, ts, batch, r = C.timeit_batched(fn, repeats=reps)
-        x = r[0] if isinstance(r, tuple) else r
+        med, ts, batch, r, cpu, cts = timeit_wall_cpu(fn, repeats=reps)
+        x = r[0] if isinstance(r, tuple) else r.dense(m) if hasattr(r, "dense") else r
         e = {"solve_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts], "calls_per_repeat": batch,
+             "solve_cpu_ms": cpu * 1e3, "cpu_times_ms": [t * 1e3 for t in cts],
              "single_call_ms": single * 1e3, "single_call_times_ms": [t * 1e3 for t in ts1],
              "top8": agree(x, exact),
              "top8_same_order": bool(np.array_equal(top(x), top(exact))),
@@ -150,19 +189,29 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         if extra:
             e.update(extra(r))
         res[name] = e
-        print(f"  d={D:<5g}{name:18s} {med * 1e3:10.3f} ms  top8 {e['top8']:.3f} "
+        print(f"  d={D:<5g}{name:18s} {med * 1e3:10.3f} ms (cpu {cpu * 1e3:10.3f})  top8 {e['top8']:.3f} "
               f"order {e['top8_same_order']}  L1 {e['l1_err']:.2e}", flush=True)
 
     tol = a.push_tol
     rec("ours_power_topk", lambda: ppr_power_topk(ptr, nbr, w, wsum, p, D, tol, a.max_iter, a.k),
         extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "bound": float(r[2]),
                          "stopped_by_certificate": bool(r[3])})
+    fac = fac_lp[0]
     if fac is not None:  # the same iteration on the chunk-group incidences (ppr="factored")
         cg_ptr, cg, gptr, members, gn = fac
         gw = 1.0 / gn
         rec("ours_factored", lambda: ppr_factored_topk(cg_ptr, cg, gptr, members, gw, p, D, tol, a.max_iter, a.k),
             extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "incidences": int(cg.shape[0]),
                              "stopped_by_certificate": bool(r[3])})
+    lp = fac_lp[1]
+    rec("ours_local_push", lambda: lp.topk(p, D, a.k, eps_min=a.local_eps_min),
+        extra=lambda r: {"k": a.k, "eps_min": a.local_eps_min, "certified": r.certified, "eps_reached": r.eps,
+                         "pushes": r.pushes, "touched": int(r.ids.shape[0]), "residual_l1": r.residual,
+                         "kernel_top8_same_order": bool(np.array_equal(r.top, top(exact)))})
+    rec("ours_local_push_approx", lambda: lp.approx(p, D, a.approx_eps),
+        extra=lambda r: {"eps": a.approx_eps, "pushes": r.pushes, "touched": int(r.ids.shape[0]),
+                         "residual_l1": r.residual, "max_bound": float(max(r.b.max(initial=0.0), r.b_rest)),
+                         "max_error": float(np.max(exact - r.dense(m)))})
     rec("ours_push_topk", lambda: ppr_push_topk(ptr, nbr, w, wsum, p, D, tol, a.k),
         extra=lambda r: {"tol": tol, "k": a.k, "residual_l1": float(r[1]), "pushes": int(r[2]),
                          "stopped_by_certificate": bool(float(r[1]) > tol)})
@@ -176,7 +225,7 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         directed=True, damping=D, reset=p, weights="weight", implementation="prpack")),
         extra=lambda r: {"build_ms": ig_build_ms})
     res["igraph_prpack"]["solve_plus_build_ms"] = res["igraph_prpack"]["solve_ms"] + ig_build_ms
-    if H is not None:
+    if H is not None and not (a.only and m >= a.only_from and "networkx" not in a.only):
         import networkx as nx
         pers = {int(i): float(p[i]) for i in np.flatnonzero(p)}
 
@@ -186,18 +235,14 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
         rec("networkx", nxrun, reps=min(rep, 3), extra=lambda r: {"build_ms": nx_build_ms})
     out["solvers"] = res
     pr = res["igraph_prpack"]
-    pt = res[a.default_solver]["solve_ms"]
-    out["default_solver"] = a.default_solver
-    out["default_vs_prpack_speedup"] = pr["solve_ms"] / pt
-    out["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / pt
-    out["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / pt
-    for name in ("ours_power_topk", "ours_factored", "ours_push_topk", "ours_push", "ours_power"):
+    default = set_default(out, D, m, int((p > 0).sum()), a)
+    for name in SOLVERS:
         if name in res:
             out[f"{name}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
-    print(f"  d={D:g} {a.default_solver} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
+            out[f"{name}_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[name]["solve_cpu_ms"]
+    print(f"  d={D:g} {default} (default) vs prpack: {out['default_vs_prpack_speedup']:.1f}x (solve), "
           f"{out['default_vs_prpack_build_plus_solve_speedup']:.1f}x (construct+solve); "
-          f"push_topk {out['ours_push_topk_vs_prpack_speedup']:.1f}x, "
-          f"power {out['ours_power_vs_prpack_speedup']:.1f}x", flush=True)
+          f"local push {out['ours_local_push_vs_prpack_speedup']:.1f}x", flush=True)
     return out
 
 
@@ -207,11 +252,10 @@ def run_size(n, a):
                                                    factored=True)
     gen_s = time.perf_counter() - t
     m = wsum.shape[0]
-    p = make_prior(m, a.prior_nnz, a.seed + 7)
     rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 3))
     out = {"n_nodes": m, "n_arcs": int(nbr.shape[0]), "mean_degree": nbr.shape[0] / m,
            "max_degree": int(np.diff(ptr).max()), "dangling": int((wsum == 0).sum()),
-           "prior_nnz": int((p > 0).sum()), "graph_gen_s": gen_s, "repeats": rep}
+           "graph_gen_s": gen_s, "repeats": rep}
     print(f"n={m} arcs={nbr.shape[0]} gen {gen_s:.1f}s", flush=True)
     tb = time.perf_counter()
     P = transition(ptr, nbr, w, wsum)
@@ -238,37 +282,62 @@ def run_size(n, a):
         H.add_nodes_from(range(m))
         H.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), wts.tolist()))
         nx_build_ms = (time.perf_counter() - t) * 1e3
-    out["by_damping"] = {}
-    for D in a.dampings:
-        out["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
-                                                  H, nx_build_ms, rep, a, fac if a.weight_kind == 1 else None)
-    return out
+    t = time.perf_counter()
+    lp = LocalPush(ptr, nbr, w, wsum)  # validation, symmetry check, per-arc scaled weights, scratch
+    out["local_push_build_ms"] = (time.perf_counter() - t) * 1e3
+    out["local_push_symmetric"] = lp.symmetric
+    outs = []
+    for nnz in a.prior_nnz:  # the same graphs for every prior
+        p = make_prior(m, nnz, a.seed + 7)
+        lp.topk(p, 0.5, a.k)
+        o = dict(out, prior_nnz=int((p > 0).sum()), loadavg_before=list(os.getloadavg()), by_damping={})
+        for D in a.dampings:
+            o["by_damping"][f"{D:g}"] = run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms,
+                                                    H, nx_build_ms, rep, a,
+                                                    (fac if a.weight_kind == 1 else None, lp))
+        o["loadavg_after"] = list(os.getloadavg())
+        outs.append(o)
+    return outs
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000])
-    ap.add_argument("--dampings", type=float, nargs="+", default=[0.85, 0.2])
+    ap.add_argument("--dampings", type=float, nargs="+", default=[0.85, 0.5, 0.2])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--max-group", type=float, default=None,
                     help="group cap of the chunk graph (default: config.TUNED_STITCH.graph_max_group)")
     ap.add_argument("--weight", choices=["uniform", "inverse_size"], default=None,
                     help="arc weights (default: config.TUNED_STITCH.graph_weight)")
-    ap.add_argument("--prior-nnz", type=int, default=300)
+    ap.add_argument("--prior-nnz", type=int, nargs="+", default=[300],
+                    help="prior support sizes (0: every chunk), one result file each (--out)")
     ap.add_argument("--push-tol", type=float, default=None, help="default: config.TUNED_STITCH.tol")
+    ap.add_argument("--local-eps-min", type=float, default=1e-12,
+                    help="local push (certified mode): lowest threshold before it reports uncertified")
+    ap.add_argument("--approx-eps", type=float, default=1e-5,
+                    help="local push (approximate mode): the fixed threshold eps (error <= eps * wsum(v))")
     ap.add_argument("--spsolve-max", type=int, default=2_000)
     ap.add_argument("--nx-max", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="ppr.json")
+    ap.add_argument("--out", nargs="+", default=["ppr.json"])
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="solvers to run at sizes >= --only-from (igraph_prpack always runs)")
+    ap.add_argument("--only-from", type=int, default=0)
+    ap.add_argument("--resummarize", action="store_true",
+                    help="measure nothing: rewrite the --out files' summaries (default solver by the current rule)")
+    ap.add_argument("--merge", action="store_true",
+                    help="add the sizes of this run to those already in the --out files")
     a = ap.parse_args()
+    if len(a.out) != len(a.prior_nnz):
+        ap.error("give one --out file per --prior-nnz value")
     st = config.TUNED_STITCH
     a.max_group = st.graph_max_group if a.max_group is None else a.max_group
     a.weight = st.graph_weight if a.weight is None else a.weight
     a.push_tol = st.tol if a.push_tol is None else a.push_tol
     a.max_iter = st.max_iter
     a.k = st.top_k
-    a.default_solver = {"power": "ours_power_topk", "push": "ours_push_topk",
-                        "factored": "ours_factored"}.get(st.ppr, "ours_power_topk")
+    a.default_solver = {"power": "ours_power_topk", "push": "ours_local_push", "factored": "ours_factored",
+                        "auto": "auto"}.get(st.ppr, "ours_power_topk")
     from hyperrag_fast.config import StitchOptions
     a.weight_kind = int(kernel_params(StitchOptions(graph_weight=a.weight))[PRM.GRAPH_WEIGHT])
     a.options_source = {"graph_max_group": a.max_group, "graph_weight": a.weight, "tol": a.push_tol,
@@ -277,45 +346,103 @@ def main():
                         "from": "hyperrag_fast.config.TUNED_STITCH at run time unless overridden on the command line",
                         "tuned_stitch_repr": repr(st)}
     print(a.options_source, flush=True)
+    if a.resummarize:
+        import json
+        for f in a.out:
+            old = json.loads((C.RESULTS / f).read_text())
+            a.dampings = old["params"]["dampings"]
+            write(a, old["sizes"], old["params"]["prior_nnz"], f, keep=old)
+        return
     # compile outside the timings
     ptr = np.array([0, 1, 2]); nbr = np.array([1, 0], dtype=np.int32)
     ppr_push_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, TOPK)
     ppr_power_topk(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100, TOPK)
     ppr_push(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6)
     ppr_power(ptr, nbr, np.ones(2), np.ones(2), np.array([1.0, 0.0]), 0.85, 1e-6, 100)
-    sizes = {}
+    sizes = [{} for _ in a.prior_nnz]
+    a.merged_from = {}
+    if a.merge:  # keep the sizes (and the commands) of an earlier run
+        import json
+        for i, f in enumerate(a.out):
+            old = json.loads((C.RESULTS / f).read_text())
+            sizes[i] = old["sizes"]
+            a.merged_from[f] = {"command": old["command"], "git": old["machine"].get("git"),
+                                "loadavg_at_start": old["machine"].get("loadavg_at_start"),
+                                "sizes": list(old["sizes"])}
     for n in a.sizes:  # written after every size, so a long 1M run leaves the smaller ones
-        sizes[str(n)] = run_size(n, a)
-        write(a, sizes)
+        for i, o in enumerate(run_size(n, a)):
+            sizes[i][str(n)] = o
+            write(a, sizes[i], a.prior_nnz[i], a.out[i])
 
 
-def write(a, sizes):
+def set_default(b, D, m, nnz, a):
+    """Into one size's entry ``b`` for damping D: the default options' solver
+    (``config.TUNED_STITCH.ppr``) and the solver of ppr="auto" (``config.ppr_solver``, read
+    now), with their speedups over PRPACK."""
+    res = b["solvers"]
+    auto = "ours_local_push" if config.ppr_solver(D, m, nnz) == "push" else "ours_power_topk"
+    default = auto if a.default_solver == "auto" else a.default_solver
+    pr = res["igraph_prpack"]
+    for key, name in (("default", default), ("auto", auto)):
+        b[f"{key}_solver"] = name
+        b[f"{key}_vs_prpack_speedup"] = pr["solve_ms"] / res[name]["solve_ms"]
+        b[f"{key}_vs_prpack_cpu_speedup"] = pr["solve_cpu_ms"] / res[name]["solve_cpu_ms"]
+    b["default_vs_prpack_build_plus_solve_speedup"] = pr["solve_plus_build_ms"] / res[default]["solve_ms"]
+    if "scipy_power" in res:
+        b["default_vs_scipy_speedup"] = res["scipy_power"]["solve_ms"] / res[default]["solve_ms"]
+    return default
+
+
+def write(a, sizes, prior_nnz, out, keep=None):
     summ = {}
     for D in a.dampings:
         k = f"{D:g}"
+        for s in sizes.values():  # the rule as the code now states it
+            set_default(s["by_damping"][k], D, s["n_nodes"], s["prior_nnz"], a)
         by = lambda key: {n: s["by_damping"][k][key] for n, s in sizes.items()}  # noqa: E731
         sp_ = by("default_vs_prpack_speedup")
         spb = by("default_vs_prpack_build_plus_solve_speedup")
-        ag = {n: s["by_damping"][k]["solvers"][a.default_solver]["top8"] for n, s in sizes.items()}
-        od = {n: s["by_damping"][k]["solvers"][a.default_solver]["top8_same_order"] for n, s in sizes.items()}
-        summ[k] = {"default_solver": a.default_solver,
+        dflt = {n: s["by_damping"][k]["default_solver"] for n, s in sizes.items()}
+        ag = {n: s["by_damping"][k]["solvers"][dflt[n]]["top8"] for n, s in sizes.items()}
+        od = {n: s["by_damping"][k]["solvers"][dflt[n]]["top8_same_order"] for n, s in sizes.items()}
+        summ[k] = {"default_solver": a.default_solver, "default_solver_by_size": dflt,
                    "default_vs_prpack_speedup_by_size": sp_,
                    "default_vs_prpack_build_plus_solve_speedup_by_size": spb,
                    "default_vs_prpack_speedup_median": float(np.median(list(sp_.values()))),
+                   "default_vs_prpack_cpu_speedup_by_size": by("default_vs_prpack_cpu_speedup"),
                    "default_vs_prpack_speedup_min": float(np.min(list(sp_.values()))),
                    "default_vs_prpack_build_plus_solve_speedup_median": float(np.median(list(spb.values()))),
                    "top8_agreement_by_size": ag, "top8_same_order_by_size": od,
                    "top8_agreement_min": float(np.min(list(ag.values())))}
-        for name in ("ours_power_topk", "ours_factored", "ours_push_topk", "ours_push", "ours_power"):
-            if any(f"{name}_vs_prpack_speedup" not in s["by_damping"][k] for s in sizes.values()):
+        au = by("auto_vs_prpack_speedup")  # ppr="auto": the measured rule of config.ppr_solver
+        summ[k].update({"auto_solver_by_size": by("auto_solver"), "auto_vs_prpack_speedup_by_size": au,
+                        "auto_vs_prpack_speedup_median": float(np.median(list(au.values()))),
+                        "auto_vs_prpack_cpu_speedup_by_size": by("auto_vs_prpack_cpu_speedup"),
+                        "auto_top8_same_order_by_size": {
+                            n: s["by_damping"][k]["solvers"][s["by_damping"][k]["auto_solver"]]["top8_same_order"]
+                            for n, s in sizes.items()}})
+        for name in SOLVERS:  # over the sizes where the solver ran (--only)
+            have = [n for n, s in sizes.items() if f"{name}_vs_prpack_speedup" in s["by_damping"][k]]
+            if not have:
                 continue
+            by = lambda key: {n: sizes[n]["by_damping"][k][key] for n in have}  # noqa: E731
             x = by(f"{name}_vs_prpack_speedup")
             summ[k][f"{name}_vs_prpack_speedup_by_size"] = x
             summ[k][f"{name}_vs_prpack_speedup_median"] = float(np.median(list(x.values())))
-    C.write_result(a.out, {
-        "params": vars(a), "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ,
-    })
+            x = by(f"{name}_vs_prpack_cpu_speedup")
+            summ[k][f"{name}_vs_prpack_cpu_speedup_by_size"] = x
+            summ[k][f"{name}_vs_prpack_cpu_speedup_median"] = float(np.median(list(x.values())))
+    data = {
+        "params": dict(vars(a), prior_nnz=prior_nnz, out=out, prior_nnz_of_run=a.prior_nnz, out_of_run=a.out),
+        "solver_of_query_path": f"{a.default_solver} (k={a.k}), from config.TUNED_STITCH.ppr",
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "sizes": sizes, "summary": summ}
+    if keep is not None:  # --resummarize: the measurements' command, machine and params stay
+        data.update(command=keep["command"], machine=keep["machine"], params=keep["params"],
+                    summary_command=C.command(), summary_git=C.git_state(),
+                    summary_default_solver=a.default_solver, summary_tuned_ppr=config.TUNED_STITCH.ppr,
+                    summary_rule={"PUSH_MIN_CHUNKS": config.PUSH_MIN_CHUNKS,
+                                  "PUSH_MAX_FRACTION": config.PUSH_MAX_FRACTION})
+    C.write_result(out, data)
 
 
 if __name__ == "__main__":

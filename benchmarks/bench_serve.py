@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
@@ -50,13 +51,15 @@ MARK = ".bench_serve_copy"  # marks the publish phase's own copy of the index
 class Server:
     """``hyperrag serve INDEX --port 0`` as a subprocess (same entry as the console script)."""
 
-    def __init__(self, index: str, log: Path, extra: list[str] = ()) -> None:
+    extra: list[str] = []  # --server-args, for every server of the run
+
+    def __init__(self, index: str, log: Path) -> None:
         self.port_file = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "port"
         self.log = open(log, "a")
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hyperrag_fast.cli", "serve", index, "--port", "0",
-             "--port-file", str(self.port_file), "--log-level", "info", *extra],
+             "--port-file", str(self.port_file), "--log-level", "info", *self.extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         self.port = None
 
@@ -150,8 +153,9 @@ class Load:
                 if status == "200":
                     self.lat_ok.append(t1 - t)
                     self.done += self.batch
-                    if self.records is not None:
-                        self.records.append((t, t1, json.loads(data)["generation"]))
+                if self.records is not None:
+                    self.records.append((t, t1, json.loads(data)["generation"]
+                                         if status == "200" else None, status))
             if status == "503":
                 time.sleep(self.backoff)
         conn.close()
@@ -215,6 +219,20 @@ def profile_summary(raw: Path) -> dict:
 def questions(data_dir: str) -> list[str]:
     qs = json.loads((Path(data_dir) / "2wikimultihopqa" / "questions.json").read_text())
     return [q["question"] for q in qs]
+
+
+#: flags naming this run's machine-local things (log folder, a running soak), recorded
+#: as placeholders so a result file holds no absolute path
+_LOCAL = ("--log-dir", "--soak-log", "--soak-port", "--soak-pid")
+
+
+def recorded(cmd: str) -> str:
+    """``cmd`` with the values of :data:`_LOCAL` flags replaced by their names."""
+    parts = shlex.split(cmd)
+    for i, x in enumerate(parts[:-1]):
+        if x in _LOCAL:
+            parts[i + 1] = x[2:].replace("-", "_").upper()
+    return shlex.join(parts)
 
 
 def _load_avg() -> list[float]:
@@ -293,6 +311,41 @@ def phase_soak(a, qs, logdir: Path) -> dict:
             srv.stop()
 
 
+def phase_soak_report(a, qs, logdir: Path) -> dict:
+    """The figures of a soak still running (``--soak-log`` = its output, ``--soak-port``,
+    ``--soak-pid`` = its server): RSS at the first 10k sample of the log vs now, queries
+    answered so far from the server's /metrics. Marked ``complete: false``; the soak's own
+    result replaces it when it finishes."""
+    import re
+    samples = [(int(m[1]), float(m[2]), float(m[3])) for m in re.finditer(
+        r"soak: (\d+) queries, RSS ([\d.]+) MB \(anon ([\d.]+)\)", Path(a.soak_log).read_text())]
+    start = next(x for x in samples if x[0] >= 10_000)
+    status = {}
+    for line in open(f"/proc/{a.soak_pid}/status"):
+        if line.startswith(("VmRSS", "RssAnon")):
+            k, v = line.split(":")
+            status[k] = round(int(v.split()[0]) / 1024, 1)
+    c = http.client.HTTPConnection("127.0.0.1", a.soak_port, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    queries = requests = failed = 0
+    for line in text.splitlines():
+        if line.startswith("hyperrag_queries_total{"):
+            queries += int(float(line.rsplit(" ", 1)[1]))
+        if line.startswith('hyperrag_requests_total{endpoint="/v1/query"'):
+            n = int(float(line.rsplit(" ", 1)[1]))
+            requests += n
+            failed += 0 if 'status="200"' in line else n
+    end, anon = status["VmRSS"], status["RssAnon"]
+    return {"soak": {"queries": queries, "complete": False, "requests": requests,
+                     "failed_requests": failed, "rss_mb_start": start[1], "rss_mb_end": end,
+                     "growth": round((end - start[1]) / start[1], 4),
+                     "rss_anon_mb_start": start[2], "rss_anon_mb_end": anon,
+                     "anon_growth": round((anon - start[2]) / start[2], 4),
+                     "start_sample_at_queries": start[0], "log_samples": samples,
+                     "loadavg_now": _load_avg()}}
+
+
 def _new_documents(data_dir: str, index_titles: set[str], n: int) -> list[dict]:
     corpus = json.loads((Path(data_dir) / "hotpotqa_train" / "corpus.json").read_text())
     docs = [{"id": t, "title": t, "text": "".join(s)} for t, s in corpus.items()
@@ -347,11 +400,16 @@ def phase_publish(a, qs, logdir: Path) -> dict:
             first = None
             while first is None and time.perf_counter() < deadline:
                 with load._lock:
-                    first = next((t1 for t0, t1, g in load.records if g == now and t1 >= t_pub),
-                                 None)
+                    first = next((t1 for t0, t1, g, _ in load.records
+                                  if g == now and t1 >= t_pub), None)
                 time.sleep(0.01)
+            with load._lock:
+                bad = [(t1, st) for _, t1, _, st in load.records if st != "200"]
             pubs.append({"generation": now, "add_s": round(t_pub - t_start, 2),
-                         "switch_s": None if first is None else round(first - t_pub, 3)})
+                         "switch_s": None if first is None else round(first - t_pub, 3),
+                         "failed_while_add_ran": sum(t_start <= t1 < t_pub for t1, _ in bad),
+                         "failed_publish_to_switch": sum(
+                             t_pub <= t1 <= (first or t_pub) for t1, _ in bad)})
             print(json.dumps(pubs[-1]), flush=True)
             time.sleep(2.0)
         load.stop.set()
@@ -393,7 +451,48 @@ def phase_ready(a, qs, logdir: Path) -> dict:
                 "cpu_s: the server's user+system CPU at that moment"}}
 
 
-PHASES = {"steps": phase_steps, "soak": phase_soak, "publish": phase_publish, "ready": phase_ready}
+def phase_direct(a, qs, logdir: Path) -> dict:
+    """The same questions through the library in this process (no HTTP), 1 and 2 threads:
+    what the server adds, measured under the same machine load."""
+    import resource
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hyperrag_fast.embed.registry import embedder_for_name
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.retriever import Retriever
+    from hyperrag_fast.store import read_manifest
+    emb = embedder_for_name(read_manifest(a.index)["embedder"]["name"], intra_op_threads=1)
+    r = Retriever(HyperIndex.load(a.index, embedder=emb), emb)
+    r.warmup()
+    for q in qs[:50]:
+        r.retrieve(q)
+    out = {}
+    for threads in (1, 2):
+        chunk = qs[:a.direct_queries]
+        lat: list[float] = []
+
+        def one(q):
+            t = time.perf_counter()
+            r.retrieve(q)
+            lat.append(time.perf_counter() - t)
+
+        load = _load_avg()
+        ru0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(one, chunk))
+        ru1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - t0
+        cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        ms = np.asarray(lat) * 1e3
+        out[f"threads_{threads}"] = {
+            "queries": len(chunk), "throughput_qps": round(len(chunk) / wall, 1),
+            "p50_ms": round(pct(ms, 50), 2), "p99_ms": round(pct(ms, 99), 2),
+            "cpu_ms_per_query": round(cpu * 1e3 / len(chunk), 2), "loadavg_before": load}
+        print(json.dumps(out[f"threads_{threads}"]), flush=True)
+    return {"direct": {**out, "what": "Retriever.retrieve in the benchmark process (MiniLM "
+                       "at 1 intra-op thread, as the server runs it), no HTTP"}}
+
+
+PHASES = {"direct": phase_direct, "soak_report": phase_soak_report, "steps": phase_steps, "soak": phase_soak, "publish": phase_publish, "ready": phase_ready}
 
 
 def main(argv=None) -> None:
@@ -402,7 +501,7 @@ def main(argv=None) -> None:
     p.add_argument("--publish-index", default="indexes/serve_2wiki",
                    help="copy of --index the publish phase writes to (made if absent)")
     p.add_argument("--data-dir", default="../shared/data")
-    p.add_argument("--phases", default="ready,steps,publish,soak")
+    p.add_argument("--phases", default="ready,direct,steps,publish,soak")
     p.add_argument("--clients", default="1,2,4,8,16")
     p.add_argument("--step-requests", type=int, default=3000)
     p.add_argument("--step-seconds", type=float, default=60.0)
@@ -410,37 +509,46 @@ def main(argv=None) -> None:
     p.add_argument("--backoff", type=float, default=0.05, help="seconds a client waits after a 503")
     p.add_argument("--soak-queries", type=int, default=100_000)
     p.add_argument("--soak-clients", type=int, default=2)
+    p.add_argument("--soak-log", default=None, help="soak_report: the running soak's output")
+    p.add_argument("--soak-port", type=int, default=None, help="soak_report: its server's port")
+    p.add_argument("--soak-pid", type=int, default=None, help="soak_report: its server's pid")
     p.add_argument("--soak-batch", type=int, default=1,
                    help="questions per soak request (a batch is embedded in one call)")
     p.add_argument("--publishes", type=int, default=5)
     p.add_argument("--publish-clients", type=int, default=2)
     p.add_argument("--ready-runs", type=int, default=3)
+    p.add_argument("--direct-queries", type=int, default=1000)
     p.add_argument("--profile-clients", default="1,2,16",
                    help="steps whose server is sampled by py-spy (empty: none)")
     p.add_argument("--profile-seconds", type=float, default=15.0)
     p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     p.add_argument("--log-dir", default=None, help="server logs (default: a temp folder)")
+    p.add_argument("--server-args", default="", help="more hyperrag serve options, e.g. "
+                   "'--max-wait 0' (recorded; use with --key-suffix)")
+    p.add_argument("--key-suffix", default="", help="store each phase's result keys with this "
+                   "suffix (a variant beside the default run)")
     p.add_argument("--out", default=str(RESULTS / "serve.json"))
     a = p.parse_args(argv)
     a.clients = [int(x) for x in a.clients.split(",")]
+    Server.extra = shlex.split(a.server_args)
     a.profile_clients = {int(x) for x in a.profile_clients.split(",") if x}
     logdir = Path(a.log_dir or tempfile.mkdtemp(prefix="bench-serve-logs-"))
     logdir.mkdir(parents=True, exist_ok=True)
     qs = questions(a.data_dir)
     out_path = Path(a.out)
     res = json.loads(out_path.read_text()) if out_path.is_file() else {}
-    res.update({"command": command(), "machine": machine(), "index": a.index})
+    res.update({"command": recorded(command()), "machine": machine(), "index": a.index})
     runs = res.setdefault("runs", {})
     for name in a.phases.split(","):
         t = time.time()
         load = _load_avg()
-        got = PHASES[name](a, qs, logdir)
+        got = {k + a.key_suffix: v for k, v in PHASES[name](a, qs, logdir).items()}
         if out_path.is_file():  # another phase may have run meanwhile (the soak, in background)
             res = {**json.loads(out_path.read_text()), **{k: res[k] for k in
                                                           ("command", "machine", "index")}}
             runs = res.setdefault("runs", {})
         res.update(got)
-        runs[name] = {"command": command(), "commit": (git_state() or {}).get("commit"),
+        runs[name + a.key_suffix] = {"command": recorded(command()), "commit": (git_state() or {}).get("commit"),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
                       "s": round(time.time() - t, 1), "loadavg_start": load,
                       "loadavg_end": _load_avg()}

@@ -6,9 +6,10 @@
 Synthetic: (1) exact search of 6,119 x 384 unit float32 rows (the 2Wiki chunk count), the
 compiled ``kernels.dense.exact_topk`` against NumPy ``matrix @ q`` (BLAS at this process's
 thread settings) + argpartition; (2) one dense PPR sweep on the chunk graphs of
-``bench_ppr.py``, ns per arc: the production loop (unsigned loop bounds) against the same
-loop with signed bounds (Numba then tests every index for wraparound) and a gather-form
-sweep. 2Wiki (``--index``): (3) BM25 top-20 through SciPy (``BM25.scores`` + lexsort)
+``bench_ppr.py``, ns per arc, of the production loop (``kernels.ppr.dense_sweep``). The
+committed ``results/kernel_micro.json`` also holds two variants measured beside it at
+a23159f (signed loop bounds, a gather-form sweep: ``git show a23159f:benchmarks/kernel_micro.py``);
+they were copies of the kernel with one change each, removed once the choice was made. 2Wiki (``--index``): (3) BM25 top-20 through SciPy (``BM25.scores`` + lexsort)
 against the compiled ``BM25.top_k``; (4) node search (usearch + duplicate expansion +
 rescoring) against the raw HNSW call; (5) an int8 exact scan of the distinct node vectors:
 time, and recall of its 4k shortlist and of HNSW against the exact top-k. Medians of
@@ -30,37 +31,6 @@ try:
 except ImportError:
     import _common as C
     from _graphs import chunk_graph_of_size
-
-
-@numba.njit(nogil=True)
-def sweep_signed(ptr, nbr, w, wsum, x, p, d, new):
-    m = p.shape[0]
-    for i in range(m):
-        new[i] = (1.0 - d) * p[i]
-    for i in range(m):
-        xi = x[i]
-        if wsum[i] == 0.0:
-            new[i] += d * xi
-        elif xi != 0.0:
-            f = d * xi / wsum[i]
-            for kk in range(ptr[i], ptr[i + 1]):
-                new[np.uint32(nbr[kk])] += f * w[kk]
-
-
-@numba.njit(nogil=True)
-def sweep_gather(ptr, nbr, w, wsum, x, p, d, new, y):
-    """Gather form (valid on symmetric graphs such as the chunk graph)."""
-    m = p.shape[0]
-    for i in range(m):
-        y[i] = 0.0 if wsum[i] == 0.0 else d * x[i] / wsum[i]
-    for j in range(m):
-        a = 0.0
-        for kk in range(np.uint64(ptr[j]), np.uint64(ptr[j + 1])):
-            a += w[kk] * y[np.uint32(nbr[kk])]
-        v = (1.0 - d) * p[j] + a
-        if wsum[j] == 0.0:
-            v += d * x[j]
-        new[j] = v
 
 
 def per_call(fn, n, repeats):
@@ -90,10 +60,8 @@ def synthetic(a):
         ptr, nbr, w, wsum = chunk_graph_of_size(n, 20, weight_kind=1)
         m, arcs = wsum.shape[0], nbr.shape[0]
         x = np.full(m, 1.0 / m)
-        new, y = np.empty(m), np.empty(m)
-        r = {"unsigned_bounds": per_call(lambda i: sweep_unsigned(ptr, nbr, w, wsum, x, x, 0.2, new), 20, a.repeats),
-             "signed_bounds": per_call(lambda i: sweep_signed(ptr, nbr, w, wsum, x, x, 0.2, new), 20, a.repeats),
-             "gather_form": per_call(lambda i: sweep_gather(ptr, nbr, w, wsum, x, x, 0.2, new, y), 20, a.repeats)}
+        new = np.empty(m)
+        r = {"unsigned_bounds": per_call(lambda i: sweep_unsigned(ptr, nbr, w, wsum, x, x, 0.2, new), 20, a.repeats)}
         sweeps[str(n)] = {"nodes": m, "arcs": int(arcs), **{k: v / arcs * 1e9 for k, v in r.items()}}
         print(n, {k: round(v, 2) for k, v in sweeps[str(n)].items()}, flush=True)
     out["ppr_dense_sweep_ns_per_arc"] = sweeps

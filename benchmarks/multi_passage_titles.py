@@ -1,7 +1,7 @@
 """Several passages per title: the HotpotQA sample with one chunk per sentence (issue 15).
 
     python benchmarks/multi_passage_titles.py --index indexes/hotpot_sentences \
-        --cache-dir cache --out benchmarks/results/quality15/multi_passage_titles
+        --cache-dir cache --out benchmarks/experiments/results/quality_search/multi_passage_titles
 
 2Wiki and the HotpotQA sample hold one passage per title, so a rule keyed on titles
 (``HybridOptions.title_chunks``) cannot be judged there on a corpus where one title spans

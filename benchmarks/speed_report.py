@@ -89,7 +89,8 @@ def main():
                            "note": "headline (key name kept from the contract) = median over sizes of "
                                    "(PRPACK solve / solve of the solver the library's default options run: "
                                    "config.TUNED_STITCH.ppr, 'power' -> ppr_power_topk, 'push' -> "
-                                   "ppr_push_topk) at the default damping; top8_agreement = min over sizes "
+                                   "the local push of kernels/ppr_local.py, 'auto' -> whichever "
+                                   "config.ppr_solver picks per size) at the default damping; top8_agreement = min over sizes "
                                    "and dampings of that solver vs the exact solve; PRPACK with "
                                    "OMP_NUM_THREADS=1; construct = igraph Graph() + weights"})
         out["sources"]["ppr"] = ppr["command"]

@@ -48,17 +48,10 @@ class FlatCorpus:
     centers: np.ndarray
     seed: int
 
-    @property
-    def n_states(self) -> int:
-        return int(self.node_chunk.shape[0])
-
-    @property
-    def n_edges(self) -> int:
-        return int(self.edge_chunk.shape[0])
-
-    @property
-    def n_incidences(self) -> int:
-        return int(self.inc_edge.shape[0])
+    # counts, as on hyperrag_fast.hypergraph.Hypergraph
+    n_states = property(lambda self: int(self.node_chunk.shape[0]))
+    n_edges = property(lambda self: int(self.edge_chunk.shape[0]))
+    n_incidences = property(lambda self: int(self.inc_edge.shape[0]))
 
     def flat_args(self):
         return ("semi", self.n_chunks, self.n_groups, self.node_chunk, self.node_group,

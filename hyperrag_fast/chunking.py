@@ -8,6 +8,7 @@ is the deterministic preprocessing index t of STITCH-RAG §3.2.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .config import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
-from .intake import (TEXT_SUFFIXES, binary_reason, check_encoding, decode, read_bytes,
-                     scan_folder)
+from .intake import (TEXT_SUFFIXES, IntakeError, binary_reason, check_encoding,
+                     check_metadata, check_name, check_unicode, decode, escape_offset,
+                     read_bytes, scan_folder)
 from .records import Chunk
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,8 @@ def load_documents(source: str | os.PathLike | Iterable[Any], *, encoding: str =
                         f"not {type(source).__name__}")
     else:
         raw = [_coerce_item(item, i) for i, item in enumerate(source)]
+        for i, d in enumerate(raw):
+            _check_doc(d, f"item {i} (document {d.doc_id!r})")
     res = _finish(raw, skipped)
     for doc_id, w in res.warnings:
         log.warning("%s", w)
@@ -119,11 +123,6 @@ def _finish(docs: Iterable[Document], skipped: list[Skipped]) -> LoadResult:
     return LoadResult(out, skipped, [(d, w) for w, d in reversed(once.items())])
 
 
-def _read_text(path: Path, encoding: str = "utf-8") -> tuple[str, list[str]]:
-    """Decode a file (see :func:`hyperrag_fast.intake.decode`): text and warnings."""
-    return decode(read_bytes(path), path.name, encoding)
-
-
 def _with_warnings(meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     if warnings:
         meta = dict(meta)
@@ -133,6 +132,7 @@ def _with_warnings(meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
 
 def _text_file_doc(path: Path, doc_id: str, data: bytes, encoding: str) -> Document:
     text, warnings = decode(data, doc_id, encoding)
+    check_unicode(text, str(path), "text")  # a codec such as unicode_escape can make them
     title = path.stem
     if path.suffix.lower() in (".md", ".markdown"):
         m = _MD_HEADING.search(text)
@@ -159,6 +159,7 @@ def _load_path(path: Path, encoding: str, follow_symlinks: bool
     """Documents and ``(doc_id, reason)`` skips of a file or folder."""
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
+    check_name(str(path))  # names become document ids and metadata: valid UTF-8 only
     if path.is_dir():
         files, skipped = scan_folder(path, follow_symlinks)
         docs, binary = _text_files([(p, p.relative_to(path).as_posix()) for p in files], encoding)
@@ -167,29 +168,71 @@ def _load_path(path: Path, encoding: str, follow_symlinks: bool
     if suffix in TEXT_SUFFIXES:
         return _text_files([(path, path.name)], encoding)
     if suffix in (".json", ".jsonl"):
-        text, warnings = _read_text(path, encoding)
+        data = read_bytes(path)
+        text, warnings = decode(data, path.name, encoding)
+        at = _ByteOffsets(text, data, encoding)
         if suffix == ".json":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: invalid JSON: {e}") from None
-            docs = _json_docs(data, path)
+            docs = _json_docs(_parse_json(text, str(path), "invalid JSON"), path)
+            for i, d in enumerate(docs):
+                _check_doc(d, f"{path}[{i}]", lambda cp: at.escape(text, 0, cp))
         else:
             docs = []
-            for lineno, line in enumerate(text.splitlines(), 1):
+            pos = 0
+            for lineno, line in enumerate(text.splitlines(keepends=True), 1):
+                start, pos = pos, pos + len(line)
                 if not line.strip():
                     continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{lineno}: invalid JSON line: {e}") from None
-                docs.append(_record_doc(rec, lineno - 1, f"{path}:{lineno}"))
+                where = f"{path}:{lineno}"
+                d = _record_doc(_parse_json(line, where, "invalid JSON line"), lineno - 1, where)
+                _check_doc(d, where, lambda cp: at.escape(line, start, cp))
+                docs.append(d)
         for d in docs:
             d.metadata.setdefault("source", str(path))
         return [Document(d.doc_id, d.title, d.text, _with_warnings(d.metadata, warnings))
                 for d in docs], []
     raise ValueError(f"unsupported file type {suffix!r} for {path}; "
                      f"expected one of {TEXT_SUFFIXES + ('.json', '.jsonl')} or a folder")
+
+
+def _parse_json(text: str, where: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: {what}: {e}") from None
+    except RecursionError:
+        raise IntakeError(f"{where}: {what}: nested too deeply") from None
+
+
+class _ByteOffsets:
+    """Byte offsets in a decoded file, for messages (computed only when one is needed)."""
+
+    _MARKS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+              (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+              (codecs.BOM_UTF8, "utf-8"))
+
+    def __init__(self, text: str, data: bytes, encoding: str) -> None:
+        enc = check_encoding(encoding)
+        self.text, self.skip, self.codec = text, 0, enc
+        if enc in ("utf-8", "utf-16", "utf-32"):  # the codecs that drop a byte order mark
+            for mark, codec in self._MARKS:
+                if data.startswith(mark):
+                    self.skip, self.codec = len(mark), codec
+                    break
+
+    def of(self, char: int) -> int:
+        return self.skip + len(self.text[:char].encode(self.codec, "replace"))
+
+    def escape(self, part: str, start: int, cp: int) -> str | None:
+        """Where the unpaired escape of ``cp`` in ``part`` (at char ``start``) is."""
+        i = escape_offset(part, cp)
+        return None if i is None else f"the \\u{cp:04x} escape at byte {self.of(start + i)} of the file"
+
+
+def _check_doc(d: Document, where: str, locate=None) -> None:
+    """IntakeError unless the id, title, text and metadata of ``d`` are valid Unicode."""
+    for field, value in (("text", d.text), ("title", d.title), ("document id", d.doc_id)):
+        check_unicode(value, where, field, locate)
+    check_metadata(d.metadata, where, locate)
 
 
 def _json_docs(data: Any, where: Path) -> list[Document]:
@@ -222,7 +265,13 @@ def _record_doc(rec: Any, index: int, where: str) -> Document:
         raise ValueError(f"{where}: 'title' must be a string")
     doc_id = rec.get("id", rec.get("doc_id"))
     doc_id = str(doc_id) if doc_id is not None else (title or str(index))
-    meta = dict(rec.get("metadata") or {})
+    meta = rec.get("metadata")
+    if meta is None:
+        meta = {}
+    elif not isinstance(meta, dict):
+        raise ValueError(f"{where}: 'metadata' must be an object {{...}} (or absent), "
+                         f"got {type(meta).__name__}")
+    meta = dict(meta)
     meta.update({k: v for k, v in rec.items()
                  if k not in ("id", "doc_id", "title", "text", "metadata")})
     return Document(doc_id, title, _join_text(rec["text"], where), meta)

@@ -21,8 +21,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .cli_errors import debug, is_user_error, report, run_console
 from .embed.registry import embedder_for_name, make_embedder
-from .store import IndexError_, read_manifest
+from .store import read_manifest
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
 DEMO_QUESTIONS = (
@@ -399,18 +400,13 @@ def _print_human(cmd: str, out: dict[str, Any]) -> None:
               f"(dim {m['embedder']['dim']}), extractor {m['extractor']}, merge {m['merge']}")
         print("counts: " + ", ".join(f"{k}={v}" for k, v in m["counts"].items()))
         print("biggest name groups: " + ", ".join(f"{k} ({n})" for k, n in out["biggest_groups"]))
+    elif cmd == "build-methods":
+        print(f"built {', '.join(out['built']) or 'nothing'}; the index now has "
+              f"{', '.join(out['have']) or 'no prebuilt structures'}")
     else:
         if "report" in out:
             print(out["report"]["summary"])
         print("counts: " + ", ".join(f"{k}={v}" for k, v in out["counts"].items()))
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors printed as one line (exit 2); LLMError only if the LLM client was imported
-    (a query never imports it: ~17 ms of http/email modules)."""
-    client = sys.modules.get(f"{__package__}.llm.client")
-    return (CliError, IndexError_, FileNotFoundError, FileExistsError, ImportError,
-            ValueError) + ((client.LLMError,) if client is not None else ())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -421,11 +417,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         out = args.func(args)
-    except Exception as e:  # noqa: BLE001 - only the user-facing kinds below are caught
-        if not isinstance(e, _user_errors()):
+    except Exception as e:  # noqa: BLE001 - known kinds only (cli_errors), the rest raised
+        if debug() or not is_user_error(e):
             raise
-        print(f"hyperrag: error: {e}", file=sys.stderr)
-        return 2
+        return report(e)
     if out is None:  # the command printed its own output (query --questions)
         return 0
     if args.json:
@@ -436,14 +431,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> int:
-    """The console entry (``hyperrag``): :func:`main` in a process of its own, with the
-    garbage collector handled as :mod:`hyperrag_fast.lean` explains."""
-    import gc
-    gc.disable()
-    try:
-        return main()
-    finally:
-        gc.freeze()  # the interpreter's exit then scans nothing it need not
+    """``python -m hyperrag_fast.cli``: :func:`main` under the exit rules of
+    :mod:`hyperrag_fast.cli_errors` (the ``hyperrag`` command is
+    :func:`hyperrag_fast.console.run`, which imports this module under them too)."""
+    return run_console(main)
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def answers_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None)
     p.add_argument("--index-dir", default=None, help="reuse/save the corpus index here")
     p.add_argument("--cache-dir", default="cache", help="embedding + answer cache directory")
-    p.add_argument("--out-dir", default="benchmarks/results")
+    p.add_argument("--out-dir", required=True, help="folder the results are written to")
     p.add_argument("--quiet", action="store_true")
     return p
 

@@ -9,6 +9,7 @@ first query: a bad line is a one-line error naming its number, and nothing is pr
 """
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 from pathlib import Path
@@ -20,12 +21,26 @@ BATCH = 64  # questions embedded per call
 def read_questions(source: str) -> list[tuple[Any, str]]:
     """``(id, question)`` pairs of a questions file, or of stdin for ``-``."""
     if source == "-":
-        text = sys.stdin.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # a text stream put in place of stdin (the API, tests)
+            return _questions(sys.stdin.read(), source)
+        data, name = stream.read(), "<stdin>"
     else:
         p = Path(source)
         if not p.is_file():
             raise ValueError(f"no such questions file: {source}")
-        text = p.read_text(encoding="utf-8-sig")
+        data, name = p.read_bytes(), source
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        at = e.start + 3 * data.startswith(codecs.BOM_UTF8)  # the error counts after the BOM
+        raise ValueError(f"{name}: not UTF-8 text (byte 0x{data[at]:02x} at byte {at}); "
+                         f"questions files are read as UTF-8: convert it, e.g. "
+                         f"iconv -f latin1 -t utf-8") from None
+    return _questions(text, source)
+
+
+def _questions(text: str, source: str) -> list[tuple[Any, str]]:
     out: list[tuple[Any, str]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -42,6 +57,8 @@ def _parse(line: str, n: int, source: str) -> tuple[Any, str]:
     if line[0] in "{\"":
         try:
             v = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"{where}: invalid JSON (nested too deeply)") from None
         except json.JSONDecodeError as e:
             if line[0] == "\"":  # plain text that starts with a quote
                 v = line
@@ -58,6 +75,11 @@ def _parse(line: str, n: int, source: str) -> tuple[Any, str]:
         raise ValueError(f"{where}: the question must be a string, got {type(q).__name__}")
     if not q.strip():
         raise ValueError(f"{where}: empty question")
+    try:
+        q.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{where}: the question holds a lone surrogate "
+                         f"U+{ord(q[e.start]):04X}, which is not text") from None
     return qid, q
 
 

@@ -22,7 +22,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
 DECAYS = ("tanh", "exp", "sigmoid")
-PPRS = ("none", "power", "push", "factored")
+PPRS = ("none", "power", "push", "factored", "auto")
 ALPHAS = ("ratio", "fixed", "log")
 WEIGHTS = ("log1p", "idf", "none")
 GRAPH_WEIGHTS = ("uniform", "inverse_size")
@@ -60,10 +60,13 @@ class StitchOptions:
     chunk-graph edges; graph_weight: "uniform" (paper) or "inverse_size"; ppr: "power"
     (paper: power iteration to max-abs-change < tol, stopped earlier once its top-k order
     is certified equal to the exact solve's, ``kernels.ppr.ppr_power_topk``), "push"
-    (forward push, L1 error <= tol), "factored" (the same power iteration, same results
+    (local forward push, per-node threshold lowered until the top-k order is certified,
+    else down to r(v) <= tol * wsum(v), every score then within tol * wsum(v);
+    ``kernels.ppr_local``), "factored" (the same power iteration, same results
     to rounding, on the chunk-group incidences instead of the deduplicated arcs: a name
     group of s chunks costs s, not s (s - 1); needs graph_weight "inverse_size";
-    ``kernels.ppr_factored``) or "none" (rank by prior).
+    ``kernels.ppr_factored``), "auto" (push or power by the measured rule
+    :func:`ppr_solver`) or "none" (rank by prior).
     """
 
     delta: float = 0.8
@@ -193,6 +196,41 @@ class HybridOptions:
         return cls(**{**_PAPER_HYBRID, **changes})
 
 
+# ------------------------------------------------------------------ PPR solver rule
+#: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
+#: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
+#: them, else the power iteration. Measured single-threaded, both solvers on the same
+#: graphs and priors in one run, both with the exact solve's top-8 in order
+#: (``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --repeats 5
+#: --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json``, CPU time, load ~16-22):
+#: with a prior on every chunk (as a query's prior over C_q is) push loses at every size
+#: and damping (1k-100k: 1.2-18x slower); with 300 prior chunks it loses at 1,009 chunks
+#: (d .85 / .5 / .2: 3.39 vs 0.17, 0.26 vs 0.085, 0.054 vs 0.033 ms) and at 9,969 chunks
+#: with d = .85 (7.9 vs 2.9 ms), and wins at 9,969 chunks (3.0 %) with d = .5 / .2 (0.37 vs
+#: 1.05, 0.12 vs 0.54 ms) and at 99,658 chunks (0.30 %) at every damping (1.3 vs 108,
+#: 1.3 vs 24, 0.37 vs 6.6 ms). The thresholds are those measured winning points; between
+#: them and the losing ones the crossover is not measured. A 2Wiki query (|C_q| ~ 50, the
+#: whole corpus 6,119 chunks) therefore always runs power: on the corpora the presets were
+#: measured on "auto" is "power", so the presets keep the name their recorded results carry.
+PUSH_MIN_CHUNKS = 9_969
+#: (largest damping, largest prior support / chunks) pairs, by increasing damping
+PUSH_MAX_FRACTION = ((0.5, 300 / 9_969), (1.0, 300 / 99_658))
+
+
+def push_max_fraction(damping: float) -> float:
+    """The largest prior support (as a fraction of the chunks) for which ppr="auto" pushes."""
+    for d_max, frac in PUSH_MAX_FRACTION:
+        if damping <= d_max:
+            return frac
+    return 0.0
+
+
+def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
+    """"push" or "power": the solver ppr="auto" runs (the rule above)."""
+    push = n_chunks >= PUSH_MIN_CHUNKS and prior_nnz <= push_max_fraction(damping) * n_chunks
+    return "push" if push else "power"
+
+
 # ------------------------------------------------------------------------ presets
 #: STITCH-RAG §3.3 constants: delta .5, lambda .3, d .85, tanh decay, power PPR; no
 #: question seeds, no BM25 term. Only by name: a bare ``StitchOptions()`` is the tuned default.
@@ -214,14 +252,14 @@ PAPER_HYBRID = HybridOptions.paper()
 #: HotpotQA .640/.875/.940 -> .680/.890/.935. The second round (``hop_chunks``) won on
 #: dev (.709/.881/.941) but lost on HotpotQA (.665/.880/.920), so it stayed off: an
 #: option the default keeps must hold on both datasets
-#: (``benchmarks/results/quality15/quality_search_minilm_*.md``). Then question-side
+#: (``benchmarks/experiments/results/quality_search/quality_search_minilm_*.md``). Then question-side
 #: linking: ``title_words`` (a one-word title) and ``title_chunks`` (a named title's
 #: chunks get a prior term), both gaining on dev and HotpotQA; with them the second round
 #: (1 chunk, value 1) won on dev and on HotpotQA too, so it is on, and a fourth stage then
 #: started it from the named titles' chunks as well (``hop_titles``: dev objective
 #: +.007, HotpotQA +.003). The search's title stage takes the weakest value within .005
 #: of the dev best; with ``hop_titles`` on that is .3 (was 3), and a further pass changes
-#: nothing (``quality15/quality_search_minilm_{title_chunks,hop_titles,second_pass,
+#: nothing (``experiments/results/quality_search/quality_search_minilm_{title_chunks,hop_titles,second_pass,
 #: fixed_point}.md``).
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()

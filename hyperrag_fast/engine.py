@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hypergraph import Hypergraph
-from .config import StitchOptions
+from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, StitchOptions
 from .kernels import params as P
 from .kernels.layout import IndexArrays
 from .kernels.query import check_inputs, stitch_query
@@ -179,7 +179,8 @@ def _ids(a) -> np.ndarray:
 
 
 _DECAYS = {"tanh": P.DECAY_TANH, "exp": P.DECAY_EXP, "sigmoid": P.DECAY_SIGMOID}
-_PPRS = {"none": P.PPR_NONE, "power": P.PPR_POWER, "push": P.PPR_PUSH, "factored": P.PPR_FACTORED}
+_PPRS = {"none": P.PPR_NONE, "power": P.PPR_POWER, "push": P.PPR_PUSH, "factored": P.PPR_FACTORED,
+         "auto": P.PPR_AUTO}
 _GRAPH_WEIGHTS = {"uniform": 0, "inverse_size": 1}
 _PRIORS = {"continuous": 0, "binary": 1}
 
@@ -198,6 +199,9 @@ def kernel_params(o: StitchOptions) -> np.ndarray:
     p[P.GRAPH_WEIGHT] = _GRAPH_WEIGHTS[o.graph_weight]
     p[P.PPR] = _PPRS[o.ppr]
     p[P.TOL], p[P.MAX_ITER], p[P.TOPK] = o.tol, o.max_iter, o.top_k
+    # ppr="auto": the table of config.ppr_solver, read here (no config call on the query route)
+    p[P.PUSH_MIN_CHUNKS] = PUSH_MIN_CHUNKS
+    p[P.PUSH_MAX_FRACTION] = next((f for d_max, f in PUSH_MAX_FRACTION if o.damping <= d_max), 0.0)
     return p
 
 

@@ -46,6 +46,7 @@ from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
 from .checksums import Verification
+from .manifest_schema import check_manifest
 from .paths import check_manifest_paths, is_link
 from .texts import TEXTS, read_texts
 from .validate import check_finite, check_structure
@@ -176,9 +177,7 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
         raise IndexMismatchError(f"{mf}: index format version "
                                  f"{v if isinstance(v, int) else '(not a number)'}, "
                                  f"this library reads version {FORMAT_VERSION}; rebuild the index")
-    for key in ("files", "counts", "embedder", "extractor", "merge"):
-        if key not in manifest:
-            raise IndexCorruptedError(f"{mf}: manifest lacks {key!r}")
+    check_manifest(manifest, mf)
     return manifest
 
 
@@ -213,7 +212,8 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
     def npy(rel: str) -> np.ndarray:
         try:
             return np.load(root / rel, mmap_mode=mode, allow_pickle=False)
-        except (ValueError, OSError, EOFError, SyntaxError, tokenize.TokenError) as e:
+        except (ValueError, OSError, EOFError, SyntaxError, tokenize.TokenError,
+                RecursionError) as e:
             raise IndexCorruptedError(f"{root / rel}: unreadable array (not a valid .npy "
                                       f"file: {type(e).__name__})") from None
 

@@ -62,7 +62,7 @@ class LazyRows(Sequence):
                 if self._rows is None:
                     try:
                         rows = [self._convert(r) for r in self._con.execute(self._sql)]
-                    except (sqlite3.Error, KeyError, ValueError, TypeError) as e:
+                    except (sqlite3.Error, KeyError, ValueError, TypeError, RecursionError) as e:
                         self._fail(e)
                     if len(rows) != self._n:
                         raise IndexCorruptedError(f"{TEXTS}: {len(rows)} rows, expected {self._n}")
@@ -89,7 +89,7 @@ class LazyRows(Sequence):
                     if r is None:
                         raise IndexCorruptedError(f"{TEXTS}: row {i} missing")
                     self._one[i] = self._convert(r)
-                except (sqlite3.Error, KeyError, ValueError, TypeError) as e:
+                except (sqlite3.Error, KeyError, ValueError, TypeError, RecursionError) as e:
                     self._fail(e)
             return self._one[i]
 

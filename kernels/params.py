@@ -18,12 +18,16 @@ TEMPORAL_MAX_GROUP = 8  # groups with more members skip temporal bridging (inf: 
 GRAPH_MAX_GROUP = 9  # groups in more chunks make no chunk-graph edges (inf: all do)
 GRAPH_WEIGHT = 10  # 0: unweighted deduplicated adjacency (paper), 1: sum of 1/|chunks of g|
 PPR = 11  # 0: none (rank by prior), 1: power iteration (paper; certified top-k stop), 2: forward push,
-#          3: power iteration on the factored chunk graph (inverse_size weights only)
-TOL = 12  # power: max-abs-change stop; push: bound on the L1 residual
+#          3: power iteration on the factored chunk graph (inverse_size weights only), 4: auto
+#          (local push when the graph has >= PUSH_MIN_CHUNKS chunks and at most
+#          PUSH_MAX_FRACTION of them have a prior > 0, else power; rule in config.ppr_solver)
+TOL = 12  # power: max-abs-change stop; push: lowest per-node threshold r(v) / wsum(v)
 MAX_ITER = 13  # power-iteration cap
 TOPK = 14  # number of chunks returned
 TEMPORAL_FROM_SPACE = 15  # beta: spatially bridged nodes are temporal sources with beta*a_space (0: paper)
-N_PARAMS = 16
+PUSH_MIN_CHUNKS = 16  # ppr auto: smallest chunk graph that runs the local push
+PUSH_MAX_FRACTION = 17  # ppr auto: largest prior support / chunks that runs the local push
+N_PARAMS = 18
 
 DECAY_TANH, DECAY_EXP, DECAY_SIGMOID = 0, 1, 2
-PPR_NONE, PPR_POWER, PPR_PUSH, PPR_FACTORED = 0, 1, 2, 3
+PPR_NONE, PPR_POWER, PPR_PUSH, PPR_FACTORED, PPR_AUTO = 0, 1, 2, 3, 4

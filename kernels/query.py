@@ -7,8 +7,9 @@ from . import params as P
 from .layout import N_TOUCHED_EDGES, N_TOUCHED_NODES, QueryOut
 from ._config import jit
 from .chunk_graph import chunk_graph, chunk_groups
-from .ppr import ppr_power_topk, ppr_push_topk, topk_desc
+from .ppr import ppr_power_topk, topk_desc
 from .ppr_factored import ppr_factored_topk
+from .ppr_local import local_push_dense
 from .projection import chunk_prior, project_scores, query_chunk_set
 from .scratch import reset_scratch
 from .stibp import aggregate, run_stibp
@@ -94,13 +95,20 @@ def stitch_query(ix, sc, q, cand_nodes, cand_chunks, chunk_bonus, seed_nodes, se
     else:
         ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
         stats[1] = nbr.shape[0]
+        m = prior.shape[0]
+        if kind == P.PPR_AUTO:  # the measured rule of config.ppr_solver
+            nnz = 0
+            for i in range(m):
+                nnz += prior[i] > 0.0
+            push = m >= prm[P.PUSH_MIN_CHUNKS] and nnz <= prm[P.PUSH_MAX_FRACTION] * m
+            kind = P.PPR_PUSH if push else P.PPR_POWER
         if kind == P.PPR_POWER:
             pi, its, _b, _cert = ppr_power_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
                                                 int(prm[P.MAX_ITER]), int(prm[P.TOPK]))
             stats[2] = its
-        else:
-            pi, _res, pushes = ppr_push_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
-                                             int(prm[P.TOPK]))
+        else:  # local push; the chunk graph is symmetric by construction (w_ij = w_ji)
+            pi, _cert, pushes, _bmax = local_push_dense(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
+                                                        int(prm[P.TOPK]), True)
             stats[2] = pushes
     order = topk_desc(pi, int(prm[P.TOPK]))
     top_ids = cq[order].astype(np.int64)

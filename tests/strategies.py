@@ -59,7 +59,7 @@ def stitch_options(draw):
     from hyperrag_fast.config import StitchOptions
 
     graph_weight = draw(st.sampled_from(["uniform", "inverse_size"]))
-    pprs = ["power", "push", "none"] + (["factored"] if graph_weight == "inverse_size" else [])
+    pprs = ["power", "push", "auto", "none"] + (["factored"] if graph_weight == "inverse_size" else [])
     return StitchOptions.paper(
         delta=draw(st.sampled_from([-0.5, 0.0, 0.2, 0.5])),
         lam=draw(st.sampled_from([0.0, 0.3, 1.0])),

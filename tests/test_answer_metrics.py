@@ -275,8 +275,8 @@ def test_recipe_runs_against_loopback(tmp_path, openai_server, monkeypatch, caps
     for cmd in cmds:
         argv = [os.path.expandvars(a) for a in shlex.split(cmd)][1:]
         assert cli_main(argv) == 0, capsys.readouterr().err
-    out = json.loads((tmp_path / "benchmarks" / "results"
-                      / "answers_2wikimultihopqa_test.json").read_text())
+    out = json.loads((tmp_path / "results" / "answers" / "answers_2wikimultihopqa_test.json")
+                     .read_text())
     assert out["n_questions"] == 2 and ZERO_SHOT in out["methods"]
     for r in out["methods"].values():
         assert r["n_answered"] == 2 and r["n_skipped"] == 0 and r["usage"]["total_tokens"] > 0

@@ -46,10 +46,10 @@ QUESTIONS = ('{"id": "q1", "question": "Where did Ada\'s father die?"}\n'
 def test_questions_file_one_json_line_each(ix, tmp_path, capsys, monkeypatch):
     f = tmp_path / "q.jsonl"
     f.write_text(QUESTIONS)
-    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.reader import IndexReader  # what `hyperrag query` opens (read side)
     loads = []
-    real = HyperIndex.load.__func__
-    monkeypatch.setattr(HyperIndex, "load",
+    real = IndexReader.open.__func__
+    monkeypatch.setattr(IndexReader, "open",
                         classmethod(lambda cls, *a, **k: loads.append(1) or real(cls, *a, **k)))
     assert main(["query", str(ix), "--questions", str(f), "--top-k", "2"]) == 0
     got = lines(capsys)

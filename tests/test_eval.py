@@ -267,6 +267,7 @@ def test_hotpot_by_type(data_dir, tmp_path, fake_method):
     for k in ("recall@2", "recall@5", "recall@8", "latency_ms_p50", "latency_ms_p99"):
         assert 0 <= contract["methods"]["fixed"][k]
     assert not (tmp_path / "out" / "quality-2wikimultihopqa.json").exists()
+    assert not (tmp_path / "out" / "quality_hotpotqa_train_test.json").exists()  # one copy
 
 
 def test_unknown_method_and_cli_error(data_dir, tmp_path, capsys):
@@ -275,6 +276,21 @@ def test_unknown_method_and_cli_error(data_dir, tmp_path, capsys):
     rc = eval_main(["--dataset", "2wikimultihopqa", "--split", "dev", "--methods", "nope",
                     "--data-dir", str(data_dir), "--out-dir", str(tmp_path / "o")])
     assert rc == 2 and "unknown method" in capsys.readouterr().err
+
+
+def test_the_harness_writes_only_where_told(data_dir, tmp_path, monkeypatch, capsys):
+    """No default output folder: without --out-dir the CLI refuses, and the library
+    function writes nothing (the committed benchmarks/results are never touched by default)."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with pytest.raises(SystemExit) as e:
+        eval_main(["--dataset", "2wikimultihopqa", "--split", "dev", "--data-dir", str(data_dir)])
+    assert e.value.code == 2 and "--out-dir" in capsys.readouterr().err
+    evaluate("2wikimultihopqa", "dev", ["dense"], data_dir=data_dir, progress=False,
+             cache_dir=tmp_path / "cache", extractor_factory=RegexExtractor,
+             embedder_factory=HashingEmbedder)
+    assert list(work.iterdir()) == []
 
 
 def test_twowiki_types_from_templates():

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.coda.graph import fastrp_projection
 from hyperrag_fast.kernels.csr import csr_from_pairs
-from hyperrag_fast.kernels.fastrp import fastrp
+from hyperrag_fast.kernels.fastrp import NORM_TOL, fastrp
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -18,10 +18,12 @@ def fastrp_twin(A: np.ndarray, R: np.ndarray, weights, normalize: bool) -> np.nd
     S = np.divide(A, deg[:, None], out=np.zeros_like(A), where=deg[:, None] > 0)
     cur, out = R.astype(np.float64), np.zeros(R.shape)
     for a in weights:
+        bound = S @ np.linalg.norm(cur, axis=1)  # the norm of S @ cur without cancellation
         cur = S @ cur
-        if normalize:
-            n = np.linalg.norm(cur, axis=1, keepdims=True)
-            cur = np.divide(cur, n, out=np.zeros_like(cur), where=n > 0)
+        if normalize:  # the kernel's near-zero rule (kernels/fastrp.py): such rows are zero
+            n = np.linalg.norm(cur, axis=1)
+            keep = (n > NORM_TOL * bound) & (n > 0)
+            cur = np.divide(cur, n[:, None], out=np.zeros_like(cur), where=keep[:, None])
         out += a * cur
     return out
 
@@ -42,9 +44,21 @@ def _csr(n, rows, cols, w):
     return ptr, cols[order].astype(np.int32), w[order]
 
 
+# A weight of 1.4e-45 (the float32 subnormal hypothesis found) beside two weights of 1 whose
+# terms cancel: the kernel's order of summation left 7e-46 * R[0] (normalised: -1.0), the
+# twin's dense product 0.0. Under the near-zero rule both are 0.
+SUBNORMAL = ((2, np.array([0, 0, 0]), np.array([0, 1, 0]), np.array([1.0, 1.0, 1.4e-45])),
+             1, [1.0], True, 43)
+# an exact cancellation without tiny weights (summation order again)
+CANCEL = ((3, np.array([1, 2, 1, 1, 1]), np.array([1, 1, 2, 2, 0]),
+           np.array([1.0, 2.0, 2.0, 1.0, 1.0])), 1, [1.0], True, 9)
+
+
 @SETTINGS
 @given(graphs(), st.integers(1, 8), st.lists(st.floats(0.0, 2.0), min_size=1, max_size=4),
        st.booleans(), st.integers(0, 2**16))
+@example(*SUBNORMAL)
+@example(*CANCEL)
 def test_fastrp_matches_twin(g, dim, weights, normalize, seed):
     n, rows, cols, w = g
     ptr, nbr, ww = _csr(n, rows, cols, w)
@@ -75,3 +89,16 @@ def test_structurally_equivalent_nodes_get_equal_rows():
     out = fastrp(ptr, nbr, w, R, np.array([1.0, 1.0]), True)
     for leaf in range(2, 5):
         np.testing.assert_allclose(out[leaf], out[1], atol=1e-12)
+
+
+def test_cancelled_rows_are_zero_under_the_rule():
+    """The two explicit examples: the cancelled row is exactly zero in kernel and twin."""
+    for (n, rows, cols, w), dim, weights, normalize, seed in (SUBNORMAL, CANCEL):
+        ptr, nbr, ww = _csr(n, rows, cols, w)
+        R = fastrp_projection(n, dim, seed)
+        got = fastrp(ptr, nbr, ww, R, np.asarray(weights), normalize)
+        A = np.zeros((n, n))
+        np.add.at(A, (rows, cols), w)
+        want = fastrp_twin(A, R, weights, normalize)
+        assert np.array_equal(got == 0, want == 0) and (want == 0).any()
+        np.testing.assert_allclose(got, want, atol=1e-9, rtol=0)

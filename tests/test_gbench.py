@@ -242,9 +242,9 @@ def test_gbench_recipe_runs_against_loopback(gb_dir, tmp_path, openai_server, mo
         main, args = ((eval_main, argv[3:]) if argv[:3] == ["python", "-m", "hyperrag_fast.eval"]
                       else (cli_main, argv[1:]))
         assert main(args) == 0, capsys.readouterr().err
-    got = json.loads((tmp_path / "benchmarks" / "results" / G.RESULTS_FILE).read_text())
+    got = json.loads((tmp_path / "results" / "gbench" / G.RESULTS_FILE).read_text())
     for m in ("dense", "bm25", "stitch", "coda"):
         assert got["subsets"]["medical"][m]["evidence_recall_llm"]["n_scored"] == 6
-    ans = json.loads((tmp_path / "benchmarks" / "results"
+    ans = json.loads((tmp_path / "results" / "gbench"
                       / "answers_graphrag_bench_medical.json").read_text())
     assert set(ans["methods"]) == {"dense", "coda"}

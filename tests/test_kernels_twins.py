@@ -165,13 +165,15 @@ def test_full_query_matches_twin(inst, opts):
     else:
         pi = ppr_exact(transition(chunk_graph_twin(g, cq, opts)), p, opts.damping)
     if opts.ppr == "push":
-        # push may stop early once its top-k is certified: it never over-estimates, and
-        # its top-k equals the exact one whenever the exact top-k+1 are more than tol apart
-        assert np.all(pi - res.cq_pi >= -1e-12)
-        top = np.sort(pi)[::-1][: opts.top_k + 1]
-        if len(top) < 2 or np.all(np.diff(top) < -(opts.tol + 1e-9)):
-            np.testing.assert_array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k))
-    elif opts.ppr in ("power", "factored"):
+        # local push (kernels.ppr_local): never over-estimates; its top-k is the exact one
+        # (certified), or it went down to the threshold tol and every score is within
+        # tol * wsum(v) (the chunk graph is symmetric)
+        err = pi - res.cq_pi
+        assert np.all(err >= -1e-12)
+        if not np.array_equal(res.chunk_ids, ranked(pi, cq, opts.top_k)):
+            wsum = chunk_graph_twin(g, cq, opts).sum(axis=1)
+            assert np.all(err <= opts.tol * wsum + 1e-12)
+    elif opts.ppr in ("power", "factored", "auto"):  # auto: power below PUSH_MIN_CHUNKS
         # the power iteration (on the arcs or on the factored chunk graph) stops on the
         # paper's rule or once its top-k order is certified: pi is the twin's iterate
         # after as many sweeps, within the stated bound
@@ -192,6 +194,45 @@ def test_full_query_matches_twin(inst, opts):
             assert abs(res.cq_pi.sum() - 1) < 1e-9
     # the returned ranking is exactly the tie-broken order of the kernel's own scores
     np.testing.assert_array_equal(res.chunk_ids, ranked(res.cq_pi, res.cq, opts.top_k))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), stitch_options())
+def test_auto_ppr_runs_the_solver_of_the_rule(inst, opts):
+    """ppr="auto" is the power iteration or the local push as config.ppr_solver says (here
+    with the rule's size threshold moved so that both branches run on small graphs)."""
+    import hyperrag_fast.engine as E
+    if opts.ppr in ("none", "factored"):
+        return
+    eng = _engine(inst)
+    q, cn, cc = inst[4:]
+    auto = opts.replace(ppr="auto")
+    for min_chunks, frac, solver in ((0, 1.0, "push"), (10**9, 1.0, "power"), (0, -1.0, "power")):
+        old = E.PUSH_MIN_CHUNKS, E.PUSH_MAX_FRACTION
+        E.PUSH_MIN_CHUNKS, E.PUSH_MAX_FRACTION = min_chunks, ((1.0, frac),)
+        try:
+            a = eng.query(q, cn, cc, auto, detail=True)
+        finally:
+            E.PUSH_MIN_CHUNKS, E.PUSH_MAX_FRACTION = old
+        b = eng.query(q, cn, cc, opts.replace(ppr=solver), detail=True)
+        np.testing.assert_array_equal(a.chunk_ids, b.chunk_ids)
+        np.testing.assert_array_equal(a.cq_pi, b.cq_pi)
+        np.testing.assert_array_equal(a.stats, b.stats)
+
+
+def test_auto_rule_reads_the_measured_table():
+    from hyperrag_fast.config import PUSH_MIN_CHUNKS, StitchOptions, ppr_solver, push_max_fraction
+    from hyperrag_fast.engine import kernel_params
+    from hyperrag_fast.kernels import params as P
+    for d in (0.0, 0.2, 0.5, 0.85, 0.99):  # the kernel's copy of the rule is config's
+        prm = kernel_params(StitchOptions(damping=d, ppr="auto"))
+        assert prm[P.PUSH_MIN_CHUNKS] == PUSH_MIN_CHUNKS and prm[P.PUSH_MAX_FRACTION] == push_max_fraction(d)
+    assert ppr_solver(0.85, 50, 50) == "power"  # a query's C_q: prior on every chunk
+    assert ppr_solver(0.2, PUSH_MIN_CHUNKS - 1, 1) == "power"
+    for d in (0.2, 0.5, 0.85):
+        n = 10 * PUSH_MIN_CHUNKS
+        assert ppr_solver(d, n, int(push_max_fraction(d) * n)) == "push"
+        assert ppr_solver(d, n, n) == "power"
 
 
 @SETTINGS

@@ -6,6 +6,7 @@ docs/architecture.md §4 literally; tests compare the compiled kernels against t
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 import scipy.sparse as sp
@@ -195,3 +196,90 @@ def csr_of(W):
         ptr[i + 1] = len(nbr)
     return ptr, np.array(nbr, dtype=np.int32), np.array(w, dtype=np.float64), W.sum(axis=1)
 
+
+
+
+def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym):
+    """Plain-Python transcription of ``kernels.ppr_local.local_push_topk``'s schedule (the
+    same scaled residual s = r / wsum and the same operations, so the same floats): rounds
+    of FIFO pushes of every node with s > eps, the threshold going from max s / shrink down
+    by ``shrink`` to ``eps_min``; with k > 0 it stops after the first round whose top-k is
+    separated by the bounds of :func:`push_bounds` (untouched nodes taking the largest
+    wsum, as the kernel does). Returns (x, r, eps, pushes, touched) as dense arrays."""
+    n = len(wsum)
+    x, s = np.zeros(n), np.zeros(n)
+    order, seen = [], set()
+
+    def touch(u):
+        if u not in seen:
+            seen.add(u)
+            order.append(u)
+
+    for u, v in zip(seeds, vals):
+        touch(u)
+        if wsum[u] > 0:
+            s[u] += v / wsum[u]
+        else:
+            x[u] += v
+    eps = max(max(s, default=0.0) / shrink, eps_min)
+    pushes = 0
+    while True:
+        queue = deque(u for u in order if s[u] > eps)
+        while queue:
+            u = queue.popleft()
+            su, s[u] = s[u], 0.0
+            pushes += 1
+            x[u] += (1.0 - d) * su * wsum[u]
+            for kx in range(ptr[u], ptr[u + 1]):
+                j = int(nbr[kx])
+                touch(j)
+                if wsum[j] == 0:  # dangling: keeps what it receives
+                    x[j] += d * su * w[kx]
+                    continue
+                old = s[j]
+                s[j] = old + d * su * (w[kx] / wsum[j])
+                if s[j] > eps and not old > eps:
+                    queue.append(j)
+        r = s * wsum
+        if (k > 0 and top_certified(x, _kernel_bounds(r, wsum, d, sym, seen), k)) or eps <= eps_min:
+            return x, r, eps, pushes, np.array(order, dtype=np.int64)
+        eps = max(eps / shrink, eps_min)
+
+
+def _kernel_bounds(r, wsum, d, sym, seen):
+    """:func:`push_bounds` with the kernel's rounding slack, untouched nodes at max wsum."""
+    wmax = np.max(wsum, initial=0.0)
+    ws = np.array([wsum[i] if i in seen else wmax for i in range(len(wsum))])
+    R, rho = r.sum(), _rho(r, wsum)
+    b = r + d * (R - r)
+    if sym:
+        b = np.minimum(b, (1 - d) * r + d * ws * rho)
+    return b * (1 + 1e-9) + 1e-12
+
+
+def _rho(r, wsum):
+    pos = wsum > 0
+    return np.max(r[pos] / wsum[pos], initial=0.0)
+
+
+def push_bounds(r, wsum, d, sym):
+    """Per-node width b(v) of [x(v), x(v) + b(v)] for residual r (docs/architecture.md §4,
+    local push): r(v) + d (R - r(v)), and on a symmetric graph also
+    (1 - d) r(v) + d wsum(v) rho with rho = max r / wsum."""
+    R = r.sum()
+    b = r + d * (R - r)
+    if sym:
+        b = np.minimum(b, (1 - d) * r + d * wsum * _rho(r, wsum))
+    return b
+
+
+def top_certified(x, b, k):
+    """Whether the top-k of x (ties by lower id) is separated: each entry's x above x + b of
+    every node ranked after it."""
+    order = sorted(range(len(x)), key=lambda i: (-x[i], i))
+    top, rest = order[:k], order[k:]
+    for j, u in enumerate(top):
+        after = top[j + 1:] + rest
+        if after and not x[u] > max(x[v] + b[v] for v in after):
+            return False
+    return True

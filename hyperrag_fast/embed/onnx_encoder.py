@@ -2,11 +2,16 @@
 (README, "Why these offline dependencies"; docs/architecture.md §2).
 
 One session runner serves every model; a subclass names the model files (pinned by
-sha256, checked at load), the pooling and the truncation. Nothing touches the network.
+sha256, checked at load), the pooling and the truncation. Nothing touches the network:
+onnxruntime's built-in telemetry (which resolves a Microsoft events host from a thread
+of a long-lived session) is switched off by :func:`import_onnxruntime` (README,
+"Reliability").
 """
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -17,6 +22,22 @@ from .base import l2_normalize
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 INSTALL_HINT = 'install the offline extra: pip install "hyperrag_fast[offline]"'
+TELEMETRY_ENV = "ORT_DISABLE_TELEMETRY"  # read once, when onnxruntime's library loads
+log = logging.getLogger(__name__)
+
+
+def import_onnxruntime():
+    """``onnxruntime`` with its telemetry off: ``ORT_DISABLE_TELEMETRY=1`` is set before
+    the first import (``onnxruntime.disable_telemetry_events()`` does not stop the DNS
+    queries of 1.32; a value the user set is kept). If onnxruntime was imported before,
+    without the variable, the setting comes too late: a warning says so."""
+    if "onnxruntime" in sys.modules and os.environ.get(TELEMETRY_ENV) is None:
+        log.warning("onnxruntime was imported before hyperrag_fast could set %s=1: its "
+                    "telemetry may query the network; set the variable before importing "
+                    "onnxruntime", TELEMETRY_ENV)
+    os.environ.setdefault(TELEMETRY_ENV, "1")
+    import onnxruntime
+    return onnxruntime
 
 
 def verify_sha256(path: str | os.PathLike, expected: str) -> None:
@@ -73,7 +94,7 @@ class OnnxEncoder:
                           max_length=max_length, model_path=model_path,
                           tokenizer_path=tokenizer_path, batch_tokens=batch_tokens, arena=arena)
         try:
-            import onnxruntime as ort
+            ort = import_onnxruntime()
             from tokenizers import Tokenizer
         except ImportError as e:
             raise ImportError(f"{type(self).__name__} needs onnxruntime and tokenizers ({e}); "

@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default="cache", help="embedding cache directory")
     p.add_argument("--embedder", choices=INDEX_KINDS, default=DEFAULT_EMBEDDER,
                    help="embedder kind (default: %(default)s)")
-    p.add_argument("--out-dir", default="benchmarks/results", help="where results are written")
+    p.add_argument("--out-dir", required=True,
+                   help="folder the results are written to (created; the committed results "
+                        "in benchmarks/results are replaced only when you name that folder)")
     p.add_argument("--dump", action="store_true", help="also write per-question top-k ids (JSONL)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     g = p.add_argument_group("GraphRAG-Bench")

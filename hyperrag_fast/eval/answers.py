@@ -154,7 +154,7 @@ def evaluate_answers(dataset: str, split: str, methods: Sequence[str], client: C
                      data_dir: str | os.PathLike | None = None,
                      index_dir: str | os.PathLike | None = None,
                      cache_dir: str | os.PathLike = "cache",
-                     out_dir: str | os.PathLike | None = "benchmarks/results",
+                     out_dir: str | os.PathLike | None = None,
                      top_k: int = TUNED.top_k, max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
                      max_concurrency: int = EVAL_LLM_CONCURRENCY, limit: int | None = None,
                      zero_shot: bool = True, temperature: float | None = 0.0,
@@ -164,8 +164,8 @@ def evaluate_answers(dataset: str, split: str, methods: Sequence[str], client: C
     """Answer metrics per method (plus ``zero_shot``); see the module docstring.
 
     ``limit``: only the first ``limit`` questions of the split (recorded). ``temperature``
-    None leaves it to the endpoint. Returns the results dict; writes files unless
-    ``out_dir`` is None."""
+    None leaves it to the endpoint. Returns the results dict; writes files into
+    ``out_dir`` when one is given."""
     from tqdm import tqdm
 
     from .harness import (_git, check_methods, prepare_methods, default_embedder, default_extractor,

@@ -216,7 +216,7 @@ def chunking_info() -> dict[str, Any]:
 
 
 def evaluate_gbench(datasets: Sequence[str], methods: Sequence[str], index_dir=None,
-                    cache_dir="cache", *, data_dir=None, out_dir="benchmarks/results",
+                    cache_dir="cache", *, data_dir=None, out_dir=None,
                     progress: bool = True, top_k: int = TOP_K,
                     extractor_factory: Callable[[], Extractor] | None = None,
                     embedder_factory: Callable[[], Embedder] | None = None,

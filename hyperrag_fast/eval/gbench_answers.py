@@ -16,7 +16,7 @@ from .harness import _git, check_methods, default_embedder, default_extractor
 
 def evaluate_gbench_answers(dataset: str, methods: Sequence[str], client, judge, *,
                             index_dir=None, cache_dir="cache", data_dir=None,
-                            out_dir="benchmarks/results", top_k: int = TOP_K,
+                            out_dir=None, top_k: int = TOP_K,
                             limit: int | None = None, max_concurrency: int = EVAL_LLM_CONCURRENCY,
                             extractor_factory: Callable | None = None,
                             embedder_factory: Callable | None = None, progress: bool = True,

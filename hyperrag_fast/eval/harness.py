@@ -203,7 +203,7 @@ def evaluate(dataset: str, split: str, methods: Sequence[str],
              cache_dir: str | os.PathLike | None = None,
              options_by_method: dict[str, QueryOptions] | None = None, *,
              data_dir: str | os.PathLike | None = None,
-             out_dir: str | os.PathLike | None = "benchmarks/results",
+             out_dir: str | os.PathLike | None = None,
              dump: bool = False, progress: bool = True, ks: Sequence[int] = KS,
              extractor_factory: Callable[[], Extractor] | None = None,
              embedder_factory: Callable[[], Embedder] | None = None,
@@ -281,12 +281,14 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_results(out: dict[str, Any], out_dir: Path,
                   dumps: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """Write JSON + Markdown (for the test split also ``quality-<dataset>.json``, the
-    issue-5 results contract), keeping rows of other methods from an earlier run when it
-    used the same corpus, extractor and embedder. Returns the merged results."""
+    """Write JSON + Markdown (the contract split's JSON, the test split's unless
+    ``CONTRACT_SPLITS`` names another, is ``quality-<dataset>.json`` and no second copy), keeping rows of other methods from an
+    earlier run when it used the same corpus, extractor and embedder. Returns the merged
+    results."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"quality_{out['dataset']}_{out['split']}"
-    path = stem.with_suffix(".json")
+    contract = out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",))
+    path = out_dir / f"quality-{out['dataset']}.json" if contract else stem.with_suffix(".json")
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         same = (old.get("extractor") == out["extractor"] and old.get("embedder") == out["embedder"]
@@ -296,8 +298,6 @@ def write_results(out: dict[str, Any], out_dir: Path,
                                          if k not in out["methods"]}, **out["methods"]}}
     text = json.dumps(out, indent=1, ensure_ascii=False) + "\n"
     _write_atomic(path, text)
-    if out["split"] in CONTRACT_SPLITS.get(out["dataset"], ("test",)):  # quality-<dataset>.json
-        _write_atomic(out_dir / f"quality-{out['dataset']}.json", text)
     write_markdown(out, stem.with_suffix(".md"))
     for name, rows in (dumps or {}).items():
         with open(f"{stem}_{name}_topk.jsonl", "w", encoding="utf-8") as f:

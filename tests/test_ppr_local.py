@@ -1,0 +1,175 @@
+"""Twins and bounds of the local push (kernels/ppr_local.py, hyperrag_fast/ppr.py;
+docs/architecture.md §4, "Local push").
+
+The kernel must be its plain-Python twin push for push; every node's exact score must lie
+in [x, x + b] with the returned b; a certified top-k must be the exact solve's in order;
+the approximate mode must hold its stated bound eps * wsum(v) (symmetric graphs) and the
+residual (any graph); and the scratch must come back clean."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hyperrag_fast.kernels.ppr_local import arc_scale, local_push_dense, local_push_topk
+from hyperrag_fast.ppr import LocalPush, is_symmetric
+
+from strategies import ppr_prior_and_damping
+from twins import csr_of, local_push_twin, ppr_exact, push_bounds, transition
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def cases(draw, symmetric=None):
+    """Random weighted graphs (symmetric or directed, some dangling or isolated nodes, some
+    unit weights: exact ties), sparse or dense priors, dampings in [0, 0.95]."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.integers(1, 50))
+    density = draw(st.sampled_from([0.0, 0.03, 0.1, 0.4]))
+    W = (rng.random((m, m)) < density) * (rng.random((m, m)) if draw(st.booleans()) else 1.0)
+    np.fill_diagonal(W, 0.0)
+    sym = draw(st.booleans()) if symmetric is None else symmetric
+    if sym:
+        W = np.triu(W, 1)
+        W = W + W.T
+    p, d = ppr_prior_and_damping(draw, rng, m)
+    return W, p, d
+
+
+def _call(W, p, d, eps_min, k, sym, shrink=2.0):
+    ptr, nbr, w, wsum = csr_of(W)
+    n = wsum.shape[0]
+    seeds = np.flatnonzero(p)
+    scratch = (np.zeros(n), np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int32), np.empty(n, np.int32))
+    out = local_push_topk(ptr, nbr, arc_scale(ptr, nbr, w, wsum), wsum, float(wsum.max(initial=0.0)), sym,
+                          seeds, p[seeds], d, 0.0, eps_min, shrink, k, *scratch)
+    x, s, flag = scratch[:3]
+    assert not x.any() and not s.any() and not flag.any(), "scratch left dirty"
+    return (ptr, nbr, w, wsum), out
+
+
+def _dense(ids, xs, n, fill=0.0):
+    out = np.full(n, fill)
+    out[ids] = xs
+    return out
+
+
+@SETTINGS
+@given(cases(), st.integers(0, 10), st.sampled_from([1e-3, 1e-6, 1e-10]), st.sampled_from([2.0, 4.0]))
+def test_local_push_is_its_twin(case, k, eps_min, shrink):
+    W, p, d = case
+    sym = bool(np.allclose(W, W.T))
+    (ptr, nbr, w, wsum), out = _call(W, p, d, eps_min, k, sym, shrink)
+    ids, xs, bs, b_rest, top, cert, eps, pushes, R, rho = out
+    seeds = np.flatnonzero(p)
+    x, r, eps2, pushes2, order = local_push_twin(ptr, nbr, w, wsum, seeds, p[seeds], d, eps_min, shrink, k, sym)
+    assert pushes == pushes2 and eps == eps2
+    np.testing.assert_array_equal(ids, order)
+    np.testing.assert_allclose(_dense(ids, xs, len(p)), x, rtol=0, atol=1e-15)
+    assert abs(R - r.sum()) <= 1e-12
+    assert list(top) == sorted(range(len(p)), key=lambda i: (-x[i], i))[:k]
+    # the returned widths are the stated ones (touched nodes: their own wsum)
+    np.testing.assert_allclose(bs, push_bounds(r, wsum, d, sym)[ids] * (1 + 1e-9) + 1e-12, rtol=1e-9, atol=1e-15)
+
+
+@SETTINGS
+@given(cases(), st.integers(0, 10), st.sampled_from([1e-3, 1e-6, 1e-12]))
+def test_every_score_within_its_bound_and_certified_order_is_exact(case, k, eps_min):
+    W, p, d = case
+    sym = bool(np.allclose(W, W.T))
+    _g, (ids, xs, bs, b_rest, top, cert, eps, _pushes, R, rho) = _call(W, p, d, eps_min, k, sym)
+    n = len(p)
+    exact = ppr_exact(transition(W), p, d)
+    x = _dense(ids, xs, n)
+    b = _dense(ids, bs, n, fill=b_rest)
+    err = exact - x
+    assert np.all(err >= -1e-12), "push over-estimates"
+    assert np.all(err <= b + 1e-12), "error over the stated bound"
+    assert np.all(err <= R + 1e-12)
+    if cert:
+        assert k > 0
+        assert list(top) == sorted(range(n), key=lambda i: (-exact[i], i))[:k], "certified a wrong order"
+    elif k > 0:
+        assert eps == eps_min, "gave up before eps_min"
+
+
+@SETTINGS
+@given(cases(symmetric=True), st.sampled_from([1e-2, 1e-4, 1e-6]))
+def test_approximate_mode_holds_its_stated_bound(case, eps):
+    """Symmetric graph, k = 0: every node within eps * wsum(v) of the exact score."""
+    W, p, d = case
+    lp = LocalPush(*csr_of(W)[:3])
+    assert lp.symmetric
+    res = lp.approx(p, d, eps)
+    exact = ppr_exact(transition(W), p, d)
+    err = exact - res.dense(len(p))
+    wsum = W.sum(axis=1)
+    assert np.all(err >= -1e-12)
+    assert np.all(err <= eps * wsum + 1e-12), "approximate mode over eps * wsum"
+    assert np.all(err <= res.residual + 1e-12)
+    assert res.eps == eps and not res.certified
+
+
+@SETTINGS
+@given(cases(), st.integers(1, 8))
+def test_wrapper_and_dense_form_agree(case, k):
+    W, p, d = case
+    ptr, nbr, w, wsum = csr_of(W)
+    lp = LocalPush(ptr, nbr, w)
+    assert lp.symmetric == bool(np.allclose(W, W.T))
+    res = lp.topk(p, d, k, eps_min=1e-9)
+    res2 = lp.topk(p, d, k, eps_min=1e-9)  # reused scratch: same answer
+    np.testing.assert_array_equal(res.top, res2.top)
+    np.testing.assert_array_equal(res.x, res2.x)
+    x, cert, pushes, bmax = local_push_dense(ptr, nbr, w, lp.wsum, p, d, 1e-9, k, lp.symmetric)
+    np.testing.assert_array_equal(x, res.dense(len(p)))
+    assert cert == res.certified and pushes == res.pushes
+    assert bmax >= np.max(res.b, initial=0.0)
+
+
+def test_certificate_fails_honestly_on_an_exact_tie():
+    """Two symmetric seeds on a path: their exact scores tie, so no order is certified."""
+    W = np.zeros((3, 3))
+    W[0, 1] = W[1, 0] = W[1, 2] = W[2, 1] = 1.0
+    p = np.array([0.5, 0.0, 0.5])
+    res = LocalPush(*csr_of(W)[:3]).topk(p, 0.85, 2, eps_min=1e-10)
+    assert not res.certified and res.eps == 1e-10
+    p = np.array([0.6, 0.0, 0.4])
+    exact = ppr_exact(transition(W), p, 0.85)
+    res = LocalPush(*csr_of(W)[:3]).topk(p, 0.85, 3)
+    assert res.certified and list(res.top) == list(np.argsort(-exact, kind="stable"))
+
+
+def test_locality_work_does_not_grow_with_the_graph():
+    """Fixed threshold, one seed, a ring of growing size: the same pushes (the push never
+    reaches past the radius its threshold allows)."""
+    counts = []
+    for n in (1_000, 10_000, 100_000):
+        src = np.arange(n)
+        W_ptr = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+        nbr = np.stack([(src - 1) % n, (src + 1) % n], axis=1).reshape(-1).astype(np.int32)
+        lp = LocalPush(W_ptr, nbr, np.ones(2 * n))
+        p = np.zeros(n)
+        p[0] = 1.0
+        res = lp.approx(p, 0.85, 1e-4)
+        counts.append((res.pushes, res.ids.shape[0]))
+    assert counts[0] == counts[1] == counts[2]
+
+
+def test_inputs_are_validated():
+    ptr, nbr, w, _ = csr_of(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    with pytest.raises(ValueError):
+        LocalPush(ptr, nbr, -w)
+    with pytest.raises(ValueError):
+        LocalPush(ptr, np.array([0, 5], dtype=np.int32), w)
+    lp = LocalPush(ptr, nbr, w)
+    with pytest.raises(ValueError):
+        lp.topk(np.array([1.0, -1.0]), 0.5, 1)
+    with pytest.raises(ValueError):
+        lp.topk(np.array([1.0, 0.0]), 1.0, 1)
+    with pytest.raises(ValueError):
+        lp.topk(np.array([1.0]), 0.5, 1)
+    assert is_symmetric(ptr, nbr, w)
+    assert not is_symmetric(ptr, nbr, np.array([1.0, 2.0]))
