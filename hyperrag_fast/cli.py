@@ -292,11 +292,13 @@ def cmd_build_methods(a) -> dict[str, Any]:
     """Build (and save beside the index) what the named methods read."""
     from .methods import needs
     from .prebuilt import STRUCTURES, ensure_prebuilt
-    ix = _load(a.index)
-    names = a.methods or None
-    structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
-                  else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
-    pre = ensure_prebuilt(a.index, ix, structures)
+    from .publish import writer_lock
+    with writer_lock(a.index, a.lock_timeout, create=False):  # one writer of prebuilt/
+        ix = _load(a.index)
+        names = a.methods or None
+        structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
+                      else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
+        pre = ensure_prebuilt(a.index, ix, structures)
     return {"index": a.index, "built": structures,
             "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
 

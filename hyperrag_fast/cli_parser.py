@@ -105,7 +105,7 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.set_defaults(func=commands.upgrade)
 
     from .config import METHOD_NAMES, TUNED
-    s = sub.add_parser("build-methods", parents=[common],
+    s = sub.add_parser("build-methods", parents=[common, lock],
                        help="build what merge_full/merge_none/coda*/stitch_consolidated read")
     s.add_argument("index")
     s.add_argument("methods", nargs="*", metavar="METHOD",

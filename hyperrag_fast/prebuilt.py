@@ -23,7 +23,8 @@ import numpy as np
 
 from .hypergraph import MERGES
 from .indexing.hypergraph import build_hypergraph
-from .prebuilt_reader import (FOLDER, GENERATION, STRUCTURES, _TEXTS, MissingPrebuilt,  # noqa: F401
+from .checksums import FAST, file_digest
+from .prebuilt_reader import (CHECKSUMS, FOLDER, GENERATION, STRUCTURES, _TEXTS, MissingPrebuilt,  # noqa: F401
                               VariantGraph, _generation, load_prebuilt)
 from .prebuilt_reader import Prebuilt as OpenedPrebuilt
 
@@ -46,6 +47,12 @@ class Prebuilt(OpenedPrebuilt):
         if self.coda is not None:
             self.coda.save(root / "coda")
         root.mkdir(parents=True, exist_ok=True)
+        sums = {p.relative_to(root).as_posix(): file_digest(p, FAST)
+                for p in sorted(root.rglob("*")) if p.is_file()
+                and p.parent != root and not p.name.endswith(".tmp")}
+        tmp = root / f"{CHECKSUMS}.tmp"
+        tmp.write_text(json.dumps({FAST: sums}, indent=1), encoding="utf-8")
+        os.replace(tmp, root / CHECKSUMS)
         stamp.write_text(gen + "\n", encoding="utf-8")
         return root
 

@@ -117,6 +117,48 @@ def _check(manifest, arrays, vectors, finite: bool = True) -> None:
         dim = int(manifest["embedder"]["dim"])
     except (KeyError, TypeError, ValueError):
         raise _Broken("manifest.json", "counts or embedder dim missing") from None
+    _check_graph(arrays, n_c, n_v, n_e, n_g, n_inc)
+    for name, n in (("node_vec", n_v), ("edge_vec", n_e), ("chunk_vec", n_c)):
+        _check_matrix(name, vectors.get(name), n, dim, finite)
+        _check_distinct(arrays, name, n)
+    _check_bm25(arrays, n_c)
+
+
+def check_graph(arrays: Mapping[str, np.ndarray], n_chunks: int, n_nodes: int, n_edges: int,
+                n_groups: int, vectors: Mapping[str, np.ndarray], dim: int, where: str) -> None:
+    """The rules of :func:`check_structure` for a hypergraph saved elsewhere (a prebuilt
+    variant, ``hyperrag_fast.prebuilt_reader``) and its float32 ``vectors`` (by name: row
+    counts of the node or edge kind), NaN / inf included; errors name ``where``."""
+    try:
+        _check_graph(arrays, n_chunks, n_nodes, n_edges, n_groups, -1)
+        for name, m in vectors.items():
+            _check_matrix(name, m, n_nodes if name.startswith("node") else n_edges, dim, True)
+    except _Broken as b:
+        raise IndexCorruptedError(f"{where}: {b.name} {b.rule}; the prebuilt structure is "
+                                  f"corrupted, rebuild it with hyperrag build-methods") from None
+
+
+def check_vectors(name: str, m: np.ndarray, n: int, dim: int, where: str) -> None:
+    """A float32 (n, dim) C-ordered matrix of finite values, else IndexCorruptedError."""
+    try:
+        _check_matrix(name, m, n, dim, True)
+    except _Broken as b:
+        raise IndexCorruptedError(f"{where}: {b.rule}; the prebuilt structure is corrupted, "
+                                  f"rebuild it with hyperrag build-methods") from None
+
+
+def _check_matrix(name: str, m, n: int, dim: int, finite: bool) -> None:
+    if m is None:
+        raise _Broken(name, "missing")
+    if (m.ndim != 2 or m.shape != (n, dim) or m.dtype != np.float32
+            or m.dtype.byteorder not in ("=", _NATIVE) or not m.flags.c_contiguous):
+        raise _Broken(name, f"expected C-ordered float32 of shape ({n}, {dim}), got "
+                            f"{m.dtype.str} {m.shape}")
+    if finite:
+        _check_finite(name, m)
+
+
+def _check_graph(arrays, n_c: int, n_v: int, n_e: int, n_g: int, n_inc: int) -> None:
     node_chunk = _int_array(arrays, "node_chunk", np.int32, n_v)
     node_group = _int_array(arrays, "node_group", np.int32, n_v)
     edge_chunk = _int_array(arrays, "edge_chunk", np.int32, n_e)
@@ -169,19 +211,6 @@ def _check(manifest, arrays, vectors, finite: bool = True) -> None:
     expect = np.bincount(pairs // max(n_c, 1), minlength=n_g)
     if not np.array_equal(group_chunks, expect):
         raise _Broken("group_chunks", "does not count the distinct chunks of each group")
-
-    for name, n in (("node_vec", n_v), ("edge_vec", n_e), ("chunk_vec", n_c)):
-        m = vectors.get(name)
-        if m is None:
-            raise _Broken(name, "missing")
-        if (m.ndim != 2 or m.shape != (n, dim) or m.dtype != np.float32
-                or m.dtype.byteorder not in ("=", _NATIVE) or not m.flags.c_contiguous):
-            raise _Broken(name, f"expected C-ordered float32 of shape ({n}, {dim}), got "
-                                f"{m.dtype.str} {m.shape}")
-        if finite:
-            _check_finite(name, m)
-        _check_distinct(arrays, name, n)
-    _check_bm25(arrays, n_c)
 
 
 def _check_distinct(arrays, kind: str, n: int) -> None:
