@@ -109,6 +109,11 @@ class BuildOptions:
         return bool(self.workers or self.scheduler)
 
 
+#: CODA alignment modes and elimination calibrations (coda/retrieve.py, docs/architecture.md §7)
+CODA_ALIGNS = ("count", "relevance")
+CODA_CALIBRATIONS = ("raw", "zscore")
+
+
 @dataclass(frozen=True)
 class CodaOptions:
     """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
@@ -130,8 +135,27 @@ class CodaOptions:
     elim_keep_frac: float = 0.5
     elim_min_sim: float = -1.0
     fill_dense: bool = True
+    align: str = "relevance"
+    elim_calibration: str = "zscore"
+    elim_min_z: float = 1.0
+    dense_weight: float = 1.0
+    lexical_weight: float = 0.3
+    graph_weight: float = 0.01
+    dense_pool: int = 20
+    align_items: str = "relations"
+    align_pool: str = "max"
+    dedup_sim: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.align not in CODA_ALIGNS:
+            raise ValueError(f"align must be one of {CODA_ALIGNS}, got {self.align!r}")
+        if self.elim_calibration not in CODA_CALIBRATIONS:
+            raise ValueError(f"elim_calibration must be one of {CODA_CALIBRATIONS}, "
+                             f"got {self.elim_calibration!r}")
+        if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
+            raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
+        if min(self.dense_weight, self.lexical_weight, self.graph_weight) < 0 or self.dense_pool < 0:
+            raise ValueError("dense_weight, lexical_weight, graph_weight and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -142,3 +166,10 @@ class CodaOptions:
             raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
         if self.ppr_solver not in ("push", "power"):
             raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
+
+
+
+#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
+#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
+#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
+CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")

@@ -126,3 +126,33 @@ def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels
     o = np.argsort(-best, kind="mergesort")
     o = o[np.argsort(-count[o], kind="mergesort")]
     return ids[o].copy(), count[o].copy(), best[o].copy()
+
+
+@jit
+def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
+    """Relevance alignment (ours, docs/architecture.md §7): every source chunk of the
+    kept items with the sum of their weights. Returns (chunk ids ascending, summed
+    weights). Work and memory are proportional to the items' chunk lists."""
+    n = 0
+    for i in range(ents.shape[0]):
+        n += ent_ptr[ents[i] + 1] - ent_ptr[ents[i]]
+    for i in range(rels.shape[0]):
+        n += rel_ptr[rels[i] + 1] - rel_ptr[rels[i]]
+    pc = np.empty(n, dtype=np.int64)
+    ps = np.empty(n)
+    k = _gather_chunks(ent_ptr, ent_chunks, ents, ent_w, pc, ps, 0)
+    _gather_chunks(rel_ptr, rel_chunks, rels, rel_w, pc, ps, k)
+    o = np.argsort(pc, kind="mergesort")
+    ids = np.empty(n, dtype=np.int64)
+    tot = np.zeros(n)
+    nz = -1
+    last = -1
+    for t in range(n):
+        c = pc[o[t]]
+        if c != last:
+            nz += 1
+            ids[nz] = c
+            last = c
+        tot[nz] += ps[o[t]]
+    nz += 1
+    return ids[:nz].copy(), tot[:nz].copy()
