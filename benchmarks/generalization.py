@@ -10,7 +10,7 @@ embedder (each holds dense, the shipped preset and the selected setting on the t
 families and 2Wiki test, and its leave-one-family-out runs). The first file (MiniLM, the
 default embedder) fills the issue-15 keys: ``tuned_on[<families chosen on>][<held-out
 family>]`` = the setting chosen on two families measured on the third; ``shipped_default``
-= the shipped preset on every set; ``by_type`` = the shipped preset per question type.
+= the selected setting (shipped as that embedder's preset, config.PRESETS) on every set; ``by_type`` = it per question type.
 ``leave_one_family_out[family][embedder]`` = {stitch (chosen on the other two), dense,
 own_best (the best on that family alone among the settings searched)}; ``per_embedder``
 repeats the shipped and dense rows for every embedder.
@@ -57,11 +57,11 @@ def main() -> None:
                                                      "dense": _rec(x["dense"])}}
     shipped = {"rule": "each embedder's preset: chosen on the three dev families by the worst "
                        "family's lift over dense (quality_search.py); 2Wiki test is never searched",
-               **{f: {"stitch": _rec(s["shipped_preset"][f]), "dense": _rec(s["dense"][f])}
-                  for f in SETS if f in s["shipped_preset"]}}
+               **{f: {"stitch": _rec(s["selected"][f]), "dense": _rec(s["dense"][f])}
+                  for f in SETS if f in s["selected"]}}
     by_type = {"setting": f"shipped preset of {s['embedder']}"}
-    for f in ("2wiki_test", "hotpotqa_train", "musique_dev"):
-        st, de = _types(s["shipped_preset"][f]), _types(s["dense"][f])
+    for f in [f for f in ("2wiki_test", "hotpotqa_train", "musique_dev") if f in s["selected"]]:
+        st, de = _types(s["selected"][f]), _types(s["dense"][f])
         by_type[f] = {t: {"n": v["n"], "stitch": {k: v[k] for k in v if k != "n"},
                           "dense": {k: de[t][k] for k in de[t] if k != "n"}} for t, v in st.items()}
     lofo: dict = {f: {} for f in FAMILIES}
@@ -72,8 +72,8 @@ def main() -> None:
             lofo[f][emb] = {"chosen_on": r["chosen_on"], "stitch": _rec(r["stitch"]),
                             "dense": _rec(r["dense"]), "own_best": _rec(r["own_best"]),
                             "own_best_rule": r["own_best_rule"]}
-        per_embedder[emb] = {f: {"stitch": _rec(x["shipped_preset"][f]), "dense": _rec(x["dense"][f])}
-                             for f in SETS if f in x["shipped_preset"]}
+        per_embedder[emb] = {f: {"stitch": _rec(x["selected"][f]), "dense": _rec(x["dense"][f])}
+                             for f in SETS if f in x["selected"]}
     src = [{"file": p, "command": x["command"], "git_commit": x["git_commit"],
             "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
     out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,

@@ -23,6 +23,8 @@ def load(name: str, sub: str = "") -> dict | None:
     p = R / sub / f"quality_{name}.json"
     if name.endswith("_test") and not p.exists():  # the test split: the contract file
         p = R / sub / f"quality-{name[:-len('_test')]}.json"
+    if name == "musique_dev_all" and not p.exists():  # MuSiQue dev: its contract file
+        p = R / sub / "quality-musique_dev.json"
     return json.loads(p.read_text()) if p.exists() else None
 
 
@@ -44,6 +46,24 @@ FAMILIES = (("2Wiki dev", "2wikimultihopqa_dev", TYPES_2WIKI),
 EMBEDDERS = (("MiniLM", ""), ("bge-small", "bge"))
 
 
+def preset_note(res: dict) -> str:
+    """Whether the file's ``stitch`` row ran under today's preset of its embedder."""
+    from dataclasses import asdict
+
+    from hyperrag_fast.config import preset_for
+    from hyperrag_fast.eval.harness import _plain
+    row = res["methods"].get("stitch")
+    if row is None:
+        return ""
+    want = json.loads(json.dumps(_plain(asdict(preset_for(res["embedder"]))), default=str))
+    got = json.loads(json.dumps(row.get("options", {}), default=str))
+    for d in (want, got):
+        d.pop("method", None)
+        d.get("stitch", {}).pop("top_k", None)
+    return ("" if got == want else " **`stitch` here ran under an earlier preset, not today's "
+            "preset of this embedder (its options are in the file).**")
+
+
 def table(res: dict, title: str, by_gold: bool = False, types: tuple[str, ...] = ()) -> list[str]:
     ms = res["methods"]
     head = "| method | R@2 | R@5 | R@8 | p50 ms |"
@@ -57,7 +77,8 @@ def table(res: dict, title: str, by_gold: bool = False, types: tuple[str, ...] =
         sep += "---|"
     out = [f"### {title}", "", f"Command: `{next(iter(ms.values()))['run']['command']}`  ",
            f"Commit {res.get('git_commit', '?')[:10]}, {res['n_questions']} questions, "
-           f"extractor `{res['extractor']}`, embedder `{res['embedder']}`.", "", head, sep]
+           f"extractor `{res['extractor']}`, embedder `{res['embedder']}`.{preset_note(res)}", "",
+           head, sep]
     for name in [n for n in ORDER if n in ms] + [n for n in ms if n not in ORDER]:
         m = ms[name]
         extra = ""
@@ -96,14 +117,18 @@ def families_grid() -> list[str]:
            "Each embedder with its own preset (`config.preset_for`, chosen by "
            "`benchmarks/quality_search.py` by the worst family's lift over dense). Cells "
            "R@2/R@5/R@8; the command and commit of each column are in its file "
-           "(`quality_<set>.json`, bge ones under `bge/`).", "",
+           "(`quality_<set>.json`, bge ones under `bge/`). † = a row measured at another "
+           "commit than the column's `stitch` row, under the options recorded with it (an "
+           "earlier preset for the STITCH variants).", "",
            "| method | " + " | ".join(label for label, _ in got) + " |",
            "|---" * (len(got) + 1) + "|"]
     for name in methods:
         cells = []
         for _, res in got:
             m = res["methods"].get(name)
-            cells.append(f"{m['recall@2']:.3f}/{m['recall@5']:.3f}/{m['recall@8']:.3f}" if m else "-")
+            at = res["methods"].get("stitch", {}).get("run", {}).get("git_commit")
+            old = " †" if m and m.get("run", {}).get("git_commit") != at else ""
+            cells.append(f"{m['recall@2']:.3f}/{m['recall@5']:.3f}/{m['recall@8']:.3f}{old}" if m else "-")
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     out += ["", "Commands:", ""]
     out += [f"* {label}: `{next(iter(res['methods'].values()))['run']['command']}` "
@@ -178,6 +203,7 @@ def main() -> None:
         ("2Wiki dev (bge)", bdev),
         ("HotpotQA (bge)", load("hotpotqa_train_test", "bge")),
         ("MuSiQue dev (bge)", load("musique_dev_all", "bge"))) if res]
+    sets = [(label + (" [earlier preset]" if preset_note(res) else ""), res) for label, res in sets]
     lines += not_beating_dense(sets)
     reading = Path("benchmarks/quality_reading.md")
     if reading.exists():

@@ -206,7 +206,8 @@ def speed() -> str:
     t, ratio = _threads()
     o = two["methods"]["stitch"]["options"]
     return (f"Graph stage p50 {g['2wiki_p50']:.2f} ms on the 2Wiki index "
-            f"({commit(two)}, under {repr_under(o['stitch'], o['hybrid'])}), "
+            f"({commit(two)}, under "
+            f"{under(o) if isinstance(o.get('stitch'), dict) else repr_under(o['stitch'], o['hybrid'])}), "
             f"{g['1e6_p50']:.2f} ms at 1e6 and {g['1e7_p50']:.2f} ms at 1e7 synthetic entity "
             f"states; {_ppr_text(ppr, by)}; two query threads {ratio} one (graph stage under "
             f"{under(t.get('options'), 'stitch')}); "

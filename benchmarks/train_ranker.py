@@ -1,5 +1,5 @@
 """The calibrated final ranking (``HybridOptions.rank_weights``): a logistic regression
-over the per-chunk features of ``methods.fusion.FEATURES`` (docs/architecture.md §5).
+over the per-chunk features of ``methods.stitch.FEATURES`` (docs/architecture.md §5).
 
 Used by ``quality_search.py``: :func:`collect` runs ``stitch`` with ``detail`` on one
 family's questions and keeps every C_q chunk's features with its label (gold or not);

@@ -149,7 +149,7 @@ def test_keywords_and_elimination_in_retrieval(openai_server, tmp_path):
     c = caller(openai_server, tmp_path)
     r = CodaRetriever(g, EMB, LLMKeywords(c), LLMInterferenceFilter(c))
     q = EMB.embed(["where is the office"])[0]
-    o = CodaOptions(k_entry=1, k_entry_relations=1, fill_dense=False)
+    o = CodaOptions(align="count", k_entry=1, k_entry_relations=1, fill_dense=False)
     res = r.retrieve(q, "where is the office", 3, o, detail=True)
     assert res.detail["entry_mode"] == "llm keywords" and res.detail["low_keywords"] == ["Paris"]
     assert g.ent_key[int(res.detail["entry_entities"][0])] == "paris"

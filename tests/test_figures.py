@@ -97,3 +97,18 @@ def test_results_hold_current_files_not_a_history():
                           "<what they measure>/ (benchmarks/README.md)")
     copies = [p.name for p in results.rglob("*") if re.search(r"_[0-9a-f]{7,40}\.\w+$", p.name)]
     assert not copies, f"{copies}: result files named after a commit; the commit goes inside the file"
+
+
+def test_recorded_commands_name_no_machine_local_paths():
+    """A recorded command reruns from a fresh checkout: paths are relative flags
+    (indexes/..., cache/...) or placeholders, never a temporary folder of one machine."""
+    bad = []
+    for folder in (ROOT / "benchmarks" / "results", ROOT / "benchmarks" / "experiments" / "results"):
+        for p in folder.rglob("*"):
+            if p.is_file() and p.suffix in (".json", ".md"):
+                hits = set(re.findall(r"(?<![\w.])/(?:tmp|work)/[^\s\"'`]*", p.read_text(encoding="utf-8")))
+                if hits:
+                    bad.append(f"{p.relative_to(ROOT)}: {sorted(hits)[:3]}")
+    assert not bad, ("machine-local paths in recorded results (rerun with relative paths, or "
+                     "write placeholders where the command is reproducible that way):\n"
+                     + "\n".join(bad))

@@ -9,7 +9,7 @@ import pytest
 
 from hyperrag_fast import config
 from hyperrag_fast.config import TUNED, HybridOptions, QueryOptions, preset_for
-from hyperrag_fast.methods.fusion import FEATURES, fused_top, rank_features
+from hyperrag_fast.methods.stitch import FEATURES, fused_top, rank_features
 
 
 def _weights(feature: str) -> tuple[float, ...]:

@@ -194,15 +194,19 @@ def test_query_batch_named_indexes_info_openapi_metrics(base_index, tmp_path):
             assert m["manifest"]["counts"]["documents"] == 3
             assert m["embedder"] == {"name": HashingEmbedder().name, "dim": 64}
             assert info["preset"] == "tuned" and info["options"]["method"] == "stitch"
+            assert m["options"] == info["options"]  # config.preset_for(the index's embedder)
+            paper = c.post("/v1/query", json={"query": Q, "preset": "paper"}).json()
+            assert paper["method"] == "stitch_paper"
             assert c.get("/healthz").status_code == 200
             assert c.get("/readyz").json() == {"ready": True}
             paths = c.get("/openapi.json").json()["paths"]
             assert {"/v1/query", "/v1/indexes/{name}/query", "/v1/info", "/metrics"} <= set(paths)
             assert "/v1/ask" not in paths  # no LLM endpoint configured
-        assert _metric(base, 'hyperrag_requests_total{endpoint="/v1/query",method="stitch",'
-                             'status="200"}') == 2
-        assert _metric(base, 'hyperrag_request_seconds_count{endpoint="/v1/query",'
-                             'method="dense"}') == 1
+        # the middleware counts a request once its response is sent: poll
+        _until(lambda: _metric(base, 'hyperrag_requests_total{endpoint="/v1/query",'
+                                     'method="stitch",status="200"}') == 2, "the request count")
+        _until(lambda: _metric(base, 'hyperrag_request_seconds_count{endpoint="/v1/query",'
+                                     'method="dense"}') == 1, "the latency count")
         assert _metric(base, 'hyperrag_queries_total{index="main",method="stitch"}') == 4
         gen_seq = float(body["generation"].split("-")[1])
         assert _metric(base, f'hyperrag_generation{{generation="{body["generation"]}",'
@@ -272,8 +276,8 @@ def test_tiny_queue_sheds_with_503_and_retry_after(base_index):
         second.join(DEADLINE)
         assert [x.status_code for x in out] == [200, 200]
         assert _metric(base, 'hyperrag_errors_total{endpoint="/v1/query",kind="shed"}') == 1
-        assert _metric(base, 'hyperrag_requests_total{endpoint="/v1/query",method="stitch",'
-                             'status="503"}') == 1
+        _until(lambda: _metric(base, 'hyperrag_requests_total{endpoint="/v1/query",'
+                                     'method="stitch",status="503"}') == 1, "the 503 count")
 
 
 def test_a_request_queued_past_max_wait_is_shed(base_index):
@@ -550,6 +554,6 @@ def test_other_subcommands_never_import_the_serve_package(base_index):
 def test_the_query_side_server_imports_no_writer_code():
     code = ("import sys; import hyperrag_fast.serve.main, hyperrag_fast.serve.app; "
             "print(sorted(m for m in sys.modules if m in ('hyperrag_fast.publish', "
-            "'hyperrag_fast.build.pipeline', 'filelock')))")
+            "'hyperrag_fast.indexing.pipeline', 'hyperrag_fast.index', 'filelock')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(r.stdout.strip().replace("'", '"')) == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -204,6 +205,48 @@ def offline_rule(kg: RawKG, i: int, j: int, sim: float, high_gate: float = 0.95
     return KEEP, "names differ and cosine below the high gate"
 
 
+_ABBR = re.compile(r"\(([A-Z][A-Za-z0-9&\-]{1,7})\)")
+_ALIAS = re.compile(r"([A-Z][\w'\-]*(?: [A-Z][\w'\-]*){0,4}),? (?:also|otherwise|commonly|better) "
+                    r"(?:known|called|referred to) as (?:the )?([A-Z][\w'\-]*(?: [A-Z][\w'\-]*){0,4})")
+
+
+def alias_pairs(texts: Iterable[str]) -> Counter:
+    """Offline alias discovery (ours, docs/architecture.md §7): ``long form (ABBR)``
+    where the abbreviation's capitals are the initials of the words before it
+    (``basal cell carcinoma (BCC)``), and ``X, also known as Y``. Returns a Counter of
+    (long key, alias key) normalised name pairs."""
+    out: Counter = Counter()
+    for t in texts:
+        for m in _ABBR.finditer(t):
+            abbr = m.group(1)
+            caps = [c for c in abbr if c.isupper() or c.isdigit()]
+            if len(caps) < 2:
+                continue
+            words = re.findall(r"[A-Za-z0-9][\w'\-]*", t[max(0, m.start() - 120):m.start()])
+            n = len(caps)
+            cand = words[-n:] if len(words) >= n else []
+            if cand and all(w[0].lower() == c.lower() for w, c in zip(cand, caps)):
+                a, b = normalize_name(" ".join(cand)), normalize_name(abbr)
+                if a and b and a != b:
+                    out[(a, b)] += 1
+        for m in _ALIAS.finditer(t):
+            a, b = normalize_name(m.group(1)), normalize_name(m.group(2))
+            if a and b and a != b:
+                out[(a, b)] += 1
+    return out
+
+
+def alias_rows(kg: RawKG, pairs: Counter) -> list[MergeRow]:
+    """Merge rows (source ``"alias"``) for discovered pairs whose both names are entities."""
+    keys = set(kg.ent_key)
+    rows = []
+    for (a, b), n in sorted(pairs.items()):
+        if a in keys and b in keys:
+            x, y = sorted((a, b))
+            rows.append(MergeRow(x, y, MERGE, f"alias seen {n}x in the text", float("nan"), "alias"))
+    return rows
+
+
 class MergeJudge(Protocol):
     """Decides candidate pairs: ``judge(kg, pairs) -> [(decision, reason)]``."""
 
@@ -214,9 +257,11 @@ class MergeJudge(Protocol):
 
 
 def merge_entities(kg: RawKG, ent_vec: np.ndarray, judge: MergeJudge | None = None,
-                   gate: float = 0.85, high_gate: float = 0.95, k: int = 10) -> MergeTable:
+                   gate: float = 0.85, high_gate: float = 0.95, k: int = 10,
+                   aliases: Counter | None = None) -> MergeTable:
     """Fragmented entity merging (CodaRAG §3.2): gate by cosine, then judge each pair
-    (LLM judge, or :func:`offline_rule` when ``judge`` is None)."""
+    (LLM judge, or :func:`offline_rule` when ``judge`` is None); ``aliases``
+    (:func:`alias_pairs`) add merges found in the text."""
     a, b, s = candidate_pairs(ent_vec, gate, k)
     pairs = [(int(x), int(y), float(z)) for x, y, z in zip(a, b, s)]
     if judge is None:
@@ -229,6 +274,8 @@ def merge_entities(kg: RawKG, ent_vec: np.ndarray, judge: MergeJudge | None = No
     for (i, j, sim), (dec, why) in zip(pairs, decided):
         x, y = sorted((kg.ent_key[i], kg.ent_key[j]))
         rows.append(MergeRow(x, y, dec, why, round(sim, 6), source))
+    if aliases:
+        rows += alias_rows(kg, aliases)
     keys = {k for r in rows for k in (r.a, r.b)}
     weights = {kg.ent_key[i]: float(len(kg.ent_chunks[i])) for i in range(kg.n_entities)
                if kg.ent_key[i] in keys}

@@ -20,6 +20,16 @@ interference elimination, alignment to source chunks.
   with similarity >= ``elim_min_sim``.
 * **Alignment** (kernel ``align_chunks``): source chunks of the kept items, ranked by
   how many kept items occur in them, ties by best item similarity, then chunk id.
+
+Ours (docs/architecture.md §7, each a named option; ``PAPER`` keeps the mechanisms
+above): ``elim_calibration="zscore"`` keeps a non-entry item when its similarity is at
+least ``elim_min_z`` standard deviations above the mean similarity of all entities
+(relations) to this query, so the cut adapts to each embedder's similarity scale;
+``align="relevance"`` scores a chunk by ``dense_weight * sim(q, chunk) +
+lexical_weight * bm25 / max bm25 + graph_weight * sum of w(x)`` over the kept items x
+in it, ``w(x) = max(0, z(x)) / (1 + ln |chunks(x)|)``: an association counts as much as
+the question's relevance to the item, and a hub item spread over many chunks little.
+Candidates: the kept items' chunks and the ``dense_pool`` nearest chunks.
 """
 from __future__ import annotations
 
@@ -31,10 +41,53 @@ import numpy as np
 
 from ..ann import top_k_desc
 from ..embed.base import Embedder
-from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand
+from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
 from ..kernels.ppr import ppr_power, ppr_push
-from ..config import CodaOptions  # noqa: F401  (configuration; re-exported)
+from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
+
+PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
 from .graph import CodaGraph
+
+
+
+
+def _z(sim: np.ndarray) -> np.ndarray:
+    """Similarities standardised over all items for this query (0 when constant)."""
+    if sim.size == 0:
+        return sim
+    sd = float(sim.std())
+    return (sim - float(sim.mean())) / sd if sd > 0 else np.zeros_like(sim)
+
+
+def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
+    """Greedy: walk ``order`` and skip a chunk whose cosine with a chosen one exceeds
+    ``limit`` (near-duplicate passages carry no new evidence); up to ``top_k``."""
+    chosen: list[int] = []
+    for j in order:
+        v = chunk_vec[ids[j]]
+        if all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
+            chosen.append(int(j))
+            if len(chosen) == top_k:
+                break
+    return np.asarray(chosen, np.int64)
+
+
+def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
+    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
+    parts_c, parts_w = [], []
+    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
+                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
+        if items.size:
+            lens = ptr[items + 1] - ptr[items]
+            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
+            parts_w.append(np.repeat(w, lens))
+    if not parts_c:
+        return np.zeros(0, np.int64), np.zeros(0)
+    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
+    ids, inv = np.unique(c, return_inverse=True)
+    best = np.zeros(ids.size)
+    np.maximum.at(best, inv, w)
+    return ids, best
 
 
 class KeywordExtractor(Protocol):
@@ -100,7 +153,8 @@ class CodaRetriever:
 
     # ----------------------------------------------------------- retrieval
     def retrieve(self, q: np.ndarray, text: str, top_k: int, o: CodaOptions | None = None,
-                 detail: bool = False) -> CodaResult:
+                 detail: bool = False, bm25=None) -> CodaResult:
+        """Top ``top_k`` chunks; ``bm25`` (the index's BM25) feeds ``lexical_weight``."""
         o = o or CodaOptions()
         g = self.g
         q = np.asarray(q, np.float32).reshape(-1)
@@ -141,10 +195,20 @@ class CodaRetriever:
         E = np.fromiter(ents, np.int64, len(ents))
         R = np.fromiter(rels, np.int64, len(rels))
         keep_e, keep_r = np.ones(E.size, bool), np.ones(R.size, bool)
+        ez = rz = None
+        if o.elim_calibration == "zscore" or o.align == "relevance":
+            ez, rz = _z(ent_sim), _z(rel_sim)
         if o.elimination:
-            keep_e, keep_r, how = self._eliminate(text, E, R, ents, rels, ent_sim, rel_sim, o)
+            keep_e, keep_r, how = self._eliminate(text, E, R, ents, rels, ent_sim, rel_sim, o,
+                                                  ez, rz)
             info["elimination"] = how
         KE, KR = E[keep_e], R[keep_r]
+        if o.align == "relevance":
+            ids, scores = self._relevance(q, text, KE, KR, ez, rz, top_k, o, bm25)
+            cnt = best = np.zeros(0)
+            n_aligned = ids.size
+            return CodaResult(ids, scores, self._detail(detail, info, e0, r0, E, R, ents, rels,
+                                                         KE, KR, cnt, best, n_aligned))
         ids, cnt, best = align_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr,
                                       g.rel_chunks, KE, ent_sim[KE], KR, rel_sim[KR], g.n_chunks)
         ids, scores = ids[:top_k], cnt[:top_k].astype(np.float64)
@@ -154,20 +218,73 @@ class CodaRetriever:
             extra = dense[~np.isin(dense, ids)][:top_k - ids.size]
             ids = np.concatenate([ids, extra])
             scores = np.concatenate([scores, np.zeros(extra.size)])
-        d = {}
-        if detail:
-            d = dict(info, entry_entities=e0, entry_relations=r0,
-                     entities=E, entity_path=[ents[int(e)] for e in E],
-                     relations=R, relation_path=[rels[int(r)] for r in R],
-                     kept_entities=KE, kept_relations=KR, chunk_count=cnt[:n_aligned],
-                     chunk_best=best[:n_aligned], n_aligned=n_aligned)
-        return CodaResult(ids.astype(np.int64), scores, d)
+        return CodaResult(ids.astype(np.int64), scores,
+                          self._detail(detail, info, e0, r0, E, R, ents, rels, KE, KR, cnt,
+                                       best, n_aligned))
 
-    def _eliminate(self, text, E, R, ents, rels, ent_sim, rel_sim, o):
+    @staticmethod
+    def _detail(detail, info, e0, r0, E, R, ents, rels, KE, KR, cnt, best, n_aligned) -> dict:
+        if not detail:
+            return {}
+        return dict(info, entry_entities=e0, entry_relations=r0,
+                    entities=E, entity_path=[ents[int(e)] for e in E],
+                    relations=R, relation_path=[rels[int(r)] for r in R],
+                    kept_entities=KE, kept_relations=KR, chunk_count=cnt[:n_aligned],
+                    chunk_best=best[:n_aligned], n_aligned=n_aligned)
+
+    def _relevance(self, q, text, KE, KR, ez, rz, top_k, o, bm25):
+        """``align="relevance"`` (module docstring): chunk ids and scores, best first."""
+        g = self.g
+        ne = np.diff(g.ent_chunk_ptr)[KE].astype(np.float64)
+        nr = np.diff(g.rel_chunk_ptr)[KR].astype(np.float64)
+        we = np.maximum(ez[KE], 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
+        wr = np.maximum(rz[KR], 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
+        if o.align_items == "relations":
+            KE, we = KE[:0], we[:0]
+        if o.align_pool == "max":
+            ids, gw = _max_chunks(g, KE, we, KR, wr)
+        else:
+            ids, gw = weighted_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr,
+                                      g.rel_chunks, KE, we, KR, wr)
+        score = o.graph_weight * gw
+        if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
+            cs = self.chunk_vec @ q
+            if o.dense_pool:
+                pool = top_k_desc(cs, o.dense_pool)
+                extra = pool[~np.isin(pool, ids)]
+                ids = np.concatenate([ids, extra])
+                score = np.concatenate([score, np.zeros(extra.size)])
+            score = score + o.dense_weight * cs[ids].astype(np.float64)
+        if o.lexical_weight > 0 and bm25 is not None:
+            lid, ls = bm25.top_k(text, max(o.dense_pool, top_k))
+            if len(lid):
+                ls = np.asarray(ls, np.float64) / max(float(np.max(ls)), 1e-12)
+                lid = np.asarray(lid, np.int64)
+                extra = lid[~np.isin(lid, ids)]
+                ids = np.concatenate([ids, extra])
+                score = np.concatenate([score, o.dense_weight * (self.chunk_vec[extra] @ q)
+                                        if self.chunk_vec is not None and extra.size
+                                        else np.zeros(extra.size)])
+                pos = {int(c): i for i, c in enumerate(ids)}
+                for c, v in zip(lid, ls):
+                    score[pos[int(c)]] += o.lexical_weight * v
+        o_ = np.lexsort((ids, -score))
+        if o.dedup_sim > 0 and self.chunk_vec is not None:
+            o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)
+        o_ = o_[:top_k]
+        return ids[o_].astype(np.int64), score[o_]
+
+    def _eliminate(self, text, E, R, ents, rels, ent_sim, rel_sim, o, ez=None, rz=None):
         if self.eliminator is not None:
             ke, kr = self.eliminator.filter(text, [self.g.entity_text(int(e)) for e in E],
                                             [self.g.relation_text(int(r)) for r in R])
             return np.asarray(ke, bool), np.asarray(kr, bool), "llm"
+        if o.elim_calibration == "zscore":
+            def keepz(ids, path, z):
+                return np.array([path[int(i)] == "entry" or z[int(i)] >= o.elim_min_z
+                                 for i in ids], bool)
+            return (keepz(E, ents, ez), keepz(R, rels, rz),
+                    f"offline: z-score >= {o.elim_min_z} over this query's similarities")
 
         def keep(ids, path, sim):
             k = np.array([path[int(i)] == "entry" for i in ids], bool)

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..indexing.hypergraph import build_hypergraph
-from .consolidate import (MergeJudge, MergeTable, consolidated_group_of, merge_entities,
-                          spacy_types)
+from .consolidate import (MergeJudge, MergeTable, alias_pairs, consolidated_group_of,
+                          merge_entities, spacy_types)
 from .graph import CodaGraph, FastRPParams, consolidate
 from .raw_kg import ChunkKG, RawKG, chunk_kgs_from_extractions, load_raw, raw_vectors, save_raw
 
@@ -93,12 +93,14 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
                type_of: Callable[[str], str] | None = None, gate: float = 0.85,
                high_gate: float = 0.95, k_candidates: int = 10,
                frp: FastRPParams | None = None, types: Sequence[str] = (),
-               use_spacy_types: bool = True) -> CodaSystem:
+               use_spacy_types: bool = True, aliases: bool = True) -> CodaSystem:
     """CODA system of ``index``: raw KG (from ``chunk_kgs`` — e.g. the LLM path's
     ``LLMKGExtractor.extract(index.chunks)`` — or offline from ``index.extractions``),
     vectors, merging (``judge`` or the offline rule) and the consolidated graph.
     Offline entity types: ``type_of(key)``, else spaCy labels (:func:`offline_types`)
-    when ``use_spacy_types`` and spaCy is installed, else ``"entity"``."""
+    when ``use_spacy_types`` and spaCy is installed, else ``"entity"``. ``aliases``
+    (ours): also merge the abbreviation / "also known as" aliases found in the chunk
+    texts (:func:`~.consolidate.alias_pairs`); False = the published merging only."""
     t0 = time.perf_counter()
     if chunk_kgs is None:
         if type_of is None and use_spacy_types:
@@ -114,10 +116,12 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     raw = RawKG.from_chunk_kgs(chunk_kgs)
     emb = embedder or index.embedder
     ev, rv = raw_vectors(raw, emb, known_vectors(index), index.embedder_dim)
-    table = merge_entities(raw, ev, judge, gate, high_gate, k_candidates)
+    found = alias_pairs(c.text for c in index.chunks) if aliases else None
+    table = merge_entities(raw, ev, judge, gate, high_gate, k_candidates, found)
     meta = {"source": source, "embedder": index.embedder_name, "types": list(types),
             "judge": getattr(judge, "name", "offline_rule"), "gate": gate,
-            "high_gate": high_gate, "k_candidates": k_candidates,
+            "high_gate": high_gate, "k_candidates": k_candidates, "aliases": aliases,
+            "n_alias_merges": sum(r.source == "alias" for r in table.rows),
             "names_embedded": emb is not None, "extraction_errors": raw.errors[:100],
             "n_extraction_errors": len(raw.errors)}
     sys_ = CodaSystem(raw, ev, rv, table, meta, frp or FastRPParams())

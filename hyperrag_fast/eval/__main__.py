@@ -61,7 +61,7 @@ def main_gbench(a, methods: list[str], argv: list[str]) -> int:
     out = evaluate_gbench([a.dataset], methods, index_dir=a.index_dir, cache_dir=a.cache_dir,
                           data_dir=a.data_dir, out_dir=a.out_dir, progress=not a.quiet,
                           top_k=a.top_k, embedder_factory=lambda: make_embedder(a.embedder),
-                          judge=judge, limit=a.limit,
+                          judge=judge, limit=a.limit, dump=a.dump,
                           command=" ".join(["python -m hyperrag_fast.eval", *argv]))
     sub = SUBSETS[a.dataset]
     for name in methods:

@@ -221,11 +221,12 @@ def evaluate_gbench(datasets: Sequence[str], methods: Sequence[str], index_dir=N
                     extractor_factory: Callable[[], Extractor] | None = None,
                     embedder_factory: Callable[[], Embedder] | None = None,
                     judge=None, command: str | None = None, limit: int | None = None,
-                    out_name: str = RESULTS_FILE) -> dict[str, Any]:
+                    out_name: str = RESULTS_FILE, dump: bool = False) -> dict[str, Any]:
     """Evaluate ``methods`` on the given GraphRAG-Bench datasets; writes ``out_name``
     (the results contract, docs/architecture.md §9) merged with rows of earlier runs
     on the same embedder. ``judge``: a :class:`~.gbench_judge.GBenchJudge` for the
-    LLM-judged columns (else they stay None: not run)."""
+    LLM-judged columns (else they stay None: not run). ``dump``: also each method's
+    contexts per question as ``<out_name stem>_<subset>_<method>_contexts.jsonl``."""
     methods = list(dict.fromkeys(methods))
     check_methods(methods)
     extractor = (extractor_factory or default_extractor)()
@@ -249,12 +250,25 @@ def evaluate_gbench(datasets: Sequence[str], methods: Sequence[str], index_dir=N
             for m in methods:
                 r["methods"][m].update(judge.score(r["questions"], r["contexts"][m]))
         out["subsets"][sub] = r["methods"]
+        if dump and out_dir is not None:
+            write_contexts(Path(out_dir) / Path(out_name).stem, sub, r)
         out["indexes"][sub] = {"sources": r["indexes"], "n_chunks": r["n_chunks"],
                                "mean_chunk_chars": round(r["mean_chunk_chars"], 1),
                                "n_questions": len(r["questions"])}
     if out_dir is not None:
         out = write_gbench(out, Path(out_dir) / out_name)
     return out
+
+
+def write_contexts(stem: Path, subset: str, r: dict[str, Any]) -> None:
+    """Per method: one JSONL row per question (id, type, evidence, retrieved passages)."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for m, ctxs in r["contexts"].items():
+        with open(f"{stem}_{subset}_{m}_contexts.jsonl", "w", encoding="utf-8") as f:
+            for q, c in zip(r["questions"], ctxs):
+                f.write(json.dumps({"qid": q.qid, "source": q.source, "type": q.qtype,
+                                    "question": q.question, "evidence": list(q.evidence),
+                                    "passages": c}, ensure_ascii=False) + "\n")
 
 
 def write_gbench(out: dict[str, Any], path: Path) -> dict[str, Any]:

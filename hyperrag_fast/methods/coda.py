@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..config import CodaOptions, QueryOptions
+from ..config import CODA_PAPER, CodaOptions, QueryOptions
 from .base import MethodOutput, QueryState, missing
 from .stitch import run_stitch
 
@@ -49,18 +49,21 @@ def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     return CodaBinding(r, s.options)
 
 
-def _coda_method(name: str, switch: str | None):
+def _coda_method(name: str, switch: str | None, paper: bool = False):
     def method(state: QueryState, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
         b = state.coda
         if b is None:
             raise missing(name, "coda")
-        opts = b.options if switch is None else replace(b.options, **{switch: False})
+        base = replace(b.options, align=CODA_PAPER.align, elim_calibration=CODA_PAPER.elim_calibration,
+                       lexical_weight=0.0) if paper else b.options
+        opts = base if switch is None else replace(base, **{switch: False})
         t0 = time.perf_counter()
-        r = b.retriever.retrieve(q, text, o.stitch.top_k, opts, detail)
+        r = b.retriever.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
         return MethodOutput(r.chunk_ids, r.scores, r.detail if detail else None, 0.0,
                             (time.perf_counter() - t0) * 1e3)
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"CODA (CodaRAG §3.3-3.4){'' if switch is None else f' without the {switch} step'}."
+    method.__doc__ = (f"CODA (CodaRAG §3.3-3.4){' with the published alignment and elimination' if paper else ''}"
+                      f"{'' if switch is None else f' without the {switch} step'}.")
     return method
 
 
@@ -74,7 +77,11 @@ def stitch_consolidated(state: QueryState, q: np.ndarray, text: str, o: QueryOpt
 METHODS = {f.__name__: f for f in (
     _coda_method("coda", None), _coda_method("coda_no_semantic", "semantic"),
     _coda_method("coda_no_contextual", "contextual"), _coda_method("coda_no_functional", "functional"),
-    _coda_method("coda_no_elimination", "elimination"), stitch_consolidated)}
+    _coda_method("coda_no_elimination", "elimination"), _coda_method("coda_paper", None, True),
+    _coda_method("coda_paper_no_semantic", "semantic", True),
+    _coda_method("coda_paper_no_contextual", "contextual", True),
+    _coda_method("coda_paper_no_functional", "functional", True),
+    _coda_method("coda_paper_no_elimination", "elimination", True), stitch_consolidated)}
 
 
 def needs(name: str) -> tuple[str, ...]:

@@ -13,27 +13,18 @@ import time
 
 import numpy as np
 
-from ..config import PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
-from ..lexical import normalize_name, question_groups, question_phrases, spacy_entity_texts
+from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
-from .fusion import fused_top, rank_features
 
 
 def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def _ner(state: QueryState):
-    """The question NER function (spaCy, loaded by the first ``seeds="ner"`` query)."""
-    if not state.ner:
-        from ..extract.offline import OfflineExtractor
-        state.ner.append(spacy_entity_texts(OfflineExtractor().nlp))
-    return state.ner[0]
-
-
 def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOptions,
                hybrid: HybridOptions, o: QueryOptions, detail: bool, key: str = OWN,
-               method: str = "stitch") -> MethodOutput:
+               method: str = DEFAULT_METHOD) -> MethodOutput:
     """Candidates, then Alg. 1 lines 2-31 on the engine ``key`` (the index's own graph or
     a prebuilt one). No hyperedge candidates E0 are searched: Alg. 1 reads S(e) only for
     hyperedges of activated or bridged states, which the kernel scores on demand."""
@@ -59,13 +50,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     named, share = np.empty(0, np.int64), np.empty(0)
     if hybrid.seeds != "none":
         lk = state.lookups[key]
-        groups = question_groups(text, lk, hybrid.seeds, _ner(state) if "ner" in hybrid.seeds else None,
-                                 hybrid.seed_skip_labels, hybrid.ngram_min_words,
-                                 hybrid.rare_words_max_group, hybrid.title_words,
-                                 hybrid.near_matches)
+        groups = question_groups(text, lk, hybrid.seeds, hybrid.ngram_min_words, hybrid.title_words)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
-    if hybrid.phrase_sim > 0:
-        seeds = np.union1d(seeds, phrase_seeds(state, key, text, hybrid))
     if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
             text, hybrid.ngram_min_words), hybrid.title_top)
@@ -101,26 +87,62 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     return MethodOutput(ids, scores, d, cand_ms, graph_ms)
 
 
-#: entity states searched per embedded question phrase (``HybridOptions.phrase_sim``)
-PHRASE_K = 3
+# --------------------------------------------------------------- calibrated final ranking
+# ``HybridOptions.rank_weights`` (docs/architecture.md §5): every chunk of C_q gets
+# per-query normalised features; the final score is one dot product with weights learned
+# on the dev families (``benchmarks/train_ranker.py``).
+#: feature names, in column order (the weights vector is [bias, *weights])
+FEATURES = ("prior", "ppr", "ppr_rank", "prior_rank", "dense_rank", "sim_gap", "stibp",
+            "bm25", "title")
 
 
-def phrase_seeds(state: QueryState, key: str, text: str, hybrid: HybridOptions) -> np.ndarray:
-    """States of the groups whose states match a question phrase by embedding: the
-    phrases (``lexical.question_phrases``) that name no group exactly are embedded in one
-    call; each one's ``PHRASE_K`` nearest states with cosine >= ``hybrid.phrase_sim`` name
-    the groups, seeded as :meth:`GroupLookup.seed_nodes` does."""
-    if state.embedder is None:
-        raise ValueError("phrase_sim needs the query state's embedder (Retriever passes it)")
-    lk = state.lookups[key]
-    phrases = [p for p in question_phrases(text) if not lk.groups_of_keys([normalize_name(p)])]
-    if not phrases:
-        return np.empty(0, np.int64)
-    ids, sims = state.node_search[key].search(np.asarray(state.embedder.embed(phrases), np.float32),
-                                              PHRASE_K)
-    nodes = ids[sims >= hybrid.phrase_sim]
-    groups = np.unique(state.engines[key].graph.node_group[nodes]).tolist()
-    return lk.seed_nodes(groups, hybrid.seed_max_group)
+def _recip_rank(v: np.ndarray) -> np.ndarray:
+    """1 / (1 + rank) of each entry by descending value (stable: ties keep C_q order)."""
+    order = np.argsort(-v, kind="stable")
+    rr = np.empty(v.shape[0])
+    rr[order] = 1.0 / (1.0 + np.arange(v.shape[0]))
+    return rr
+
+
+def _share(v: np.ndarray) -> np.ndarray:
+    m = v.max() if v.size else 0.0
+    return v / m if m > 0 else np.zeros_like(v, dtype=np.float64)
+
+
+def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0."""
+    out = np.zeros(cq.shape[0])
+    if ids.size:
+        pos = {int(c): i for i, c in enumerate(cq.tolist())}
+        for c, x in zip(ids.tolist(), np.asarray(values, np.float64).tolist()):
+            i = pos.get(int(c))
+            if i is not None and x > out[i]:
+                out[i] = x
+    return out
+
+
+def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.ndarray,
+                  pi: np.ndarray, dense: np.ndarray, bm25: tuple[np.ndarray, np.ndarray],
+                  title: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The (|C_q|, len(FEATURES)) feature matrix of one query: ``dense`` = the chunk
+    candidates in similarity order; ``bm25`` = (ids, scores); ``title`` = (ids, shares)."""
+    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])))
+    b_ids, b_s = bm25
+    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64))) if b_ids.size else np.zeros(cq.shape[0])
+    t_ids, t_s = title
+    return np.column_stack([
+        _share(prior), _share(pi), _recip_rank(pi), _recip_rank(prior), dense_rr,
+        sim - (sim.max() if sim.size else 0.0), _share(np.log1p(np.maximum(score, 0.0))), bm,
+        _lookup(cq, t_ids, t_s)])
+
+
+def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
+              top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k C_q chunks by bias + X @ w (stable: ties keep C_q order)."""
+    w = np.asarray(weights, np.float64)
+    s = X @ w[1:] + w[0]
+    order = np.argsort(-s, kind="stable")[:top_k]
+    return cq[order].astype(np.int64), s[order]
 
 
 def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
@@ -227,8 +249,8 @@ def binary_ppr(state, q, text, o: QueryOptions, detail):
     (STITCH-RAG §2, Table 2)."""
     h = o.hybrid
     s = StitchOptions.paper(top_k=o.stitch.top_k, spatial=False, temporal=False, prior="binary")
-    hy = HybridOptions(seeds=h.seeds if h.seeds != "none" else "ngram", seed_max_group=h.seed_max_group,
-                       ngram_min_words=h.ngram_min_words, seed_skip_labels=h.seed_skip_labels)
+    hy = HybridOptions.paper(seeds="ngram", seed_max_group=h.seed_max_group,
+                             ngram_min_words=h.ngram_min_words)
     return run_stitch(state, q, text, s, hy, o, detail, method="binary_ppr")
 
 

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from .. import __version__
 from ..methods import MissingPrebuilt
 from .metrics import Metrics
-from .options import AskRequest, QueryRequest, query_options, questions
+from .options import AskRequest, QueryRequest, preset as preset_options, query_options, questions
 from .pool import Overloaded, QueryPool, QueryTimeout
 from .registry import Registry
 
@@ -118,6 +118,10 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def _options(o) -> dict[str, Any] | None:
+    return None if o is None else _plain(dataclasses.asdict(o))
+
+
 def _result(r, text: bool) -> dict[str, Any]:
     return {"query": r.query, "timings": {k: round(v, 4) for k, v in r.timings.items()},
             "chunks": [{"chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title,
@@ -210,8 +214,10 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
     async def do_query(name: str | None, req: QueryRequest, request: Request) -> Response:
         ix = live(name)
         try:
-            opts = query_options(registry.options, req.method, req.top_k, req.k_nodes,
-                                 req.k_chunks, req.preset, req.stitch, req.hybrid)
+            base = ix.options if req.preset is None else preset_options(
+                req.preset, ix.current.manifest["embedder"]["name"])
+            opts = query_options(base, req.method, req.top_k, req.k_nodes, req.k_chunks,
+                                 req.stitch, req.hybrid)
             qs = questions(req.query, max_batch)
         except ValueError as e:
             raise Problem(400, "bad_request", str(e).splitlines()[0]) from None
@@ -243,7 +249,7 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
                           "with --base-url/--model (or OPENAI_BASE_URL/OPENAI_MODEL)")
         ix = live(name)
         try:
-            opts = query_options(registry.options, req.method)
+            opts = query_options(ix.options, req.method)
             questions(req.question, 1)
         except ValueError as e:
             raise Problem(400, "bad_request", str(e).splitlines()[0]) from None
@@ -279,13 +285,15 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
     def index_info(ix) -> dict[str, Any]:
         g = ix.current
         emb = g.retriever.embedder if g is not None and g.retriever is not None else None
-        return {**ix.info(), "embedder": emb and {"name": emb.name, "dim": int(emb.dim)}}
+        out = ix.info()
+        out["options"] = _options(out["options"])
+        return {**out, "embedder": emb and {"name": emb.name, "dim": int(emb.dim)}}
 
     @app.get("/v1/info", summary="indexes (manifest, generation, embedder), preset, pool")
     async def info():
         return _json({
             "version": __version__, "ready": registry.is_ready, "default": registry.default,
-            "preset": preset, "options": _plain(dataclasses.asdict(registry.options)),
+            "preset": preset, "options": _options(registry.get(None).options),
             "pool": {"workers": pool.workers, "queue": pool.queue, "timeout_s": timeout_s,
                      "max_batch": max_batch},
             "ask": llm is not None,

@@ -80,13 +80,19 @@ def _server(config):
 def build(a, embedders=None):
     """(app, registry, pool) from ``hyperrag serve`` arguments."""
     from .metrics import Metrics
-    from .options import PRESETS, query_options
+    from .options import preset, query_options
     from .pool import QueryPool
     from .registry import Registry
     from ..methods import needs
     specs = index_specs(a.indexes)
-    opts = query_options(PRESETS[a.preset], a.method)
-    structures = sorted({s for m in (a.methods or []) + [opts.method] for s in needs(m)})
+    if a.method is not None:
+        query_options(preset(a.preset, None), a.method)  # an unknown method fails here
+
+    def opts(embedder_name: str):
+        return query_options(preset(a.preset, embedder_name), a.method)
+
+    structures = sorted({s for m in (a.methods or []) + [a.method or preset(a.preset, None).method]
+                         for s in needs(m)})
     workers = a.workers or default_threads()
     queue = 4 * workers if a.queue is None else a.queue
     metrics = Metrics()

@@ -9,10 +9,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..config import PAPER, TUNED, HybridOptions, QueryOptions, StitchOptions
+from ..config import PAPER, TUNED, HybridOptions, QueryOptions, StitchOptions, preset_for
 from ..methods import METHODS
 
 PRESETS = {"tuned": TUNED, "paper": PAPER}
+
+
+def preset(name: str, embedder_name: str | None) -> QueryOptions:
+    """``tuned``: the preset of the index's embedder (``config.preset_for``, as the CLI);
+    ``paper``: ``config.PAPER``."""
+    return preset_for(embedder_name) if name == "tuned" else PRESETS[name]
 
 
 class QueryRequest(BaseModel):
@@ -73,10 +79,10 @@ def _changed(dc, changes: dict[str, Any], where: str):
 
 def query_options(base: QueryOptions, method: str | None = None, top_k: int | None = None,
                   k_nodes: int | None = None, k_chunks: int | None = None,
-                  preset: str | None = None, stitch: dict[str, Any] | None = None,
+                  stitch: dict[str, Any] | None = None,
                   hybrid: dict[str, Any] | None = None) -> QueryOptions:
-    """The options of one request; ValueError (-> 400) names what is wrong."""
-    o = PRESETS[preset] if preset else base
+    """``base`` with one request's changes; ValueError (-> 400) names what is wrong."""
+    o = base
     if method is not None and method not in METHODS:
         raise ValueError(f"unknown method {method!r}; registered: {sorted(METHODS)}")
     s: StitchOptions = _changed(o.stitch, stitch or {}, "stitch")

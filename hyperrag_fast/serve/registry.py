@@ -31,6 +31,8 @@ from ..store import CURRENT, current_generation, read_manifest
 
 log = logging.getLogger("hyperrag_fast.serve")
 EmbedderFactory = Callable[[str], Embedder]
+#: the options of an index: fixed, or from its embedder's name (``config.preset_for``)
+OptionsFor = QueryOptions | Callable[[str], QueryOptions]
 
 
 @dataclass(eq=False)
@@ -49,11 +51,12 @@ class Generation:
 class LiveIndex:
     """The named index at ``path`` (an index folder); see the module docstring."""
 
-    def __init__(self, name: str, path: str | os.PathLike, options: QueryOptions,
+    def __init__(self, name: str, path: str | os.PathLike, options: OptionsFor,
                  embedders: EmbedderFactory, metrics, verify: bool = True,
                  structures: Sequence[str] = ()) -> None:
         self.name, self.path = name, Path(path)
-        self.options, self.verify, self.structures = options, verify, tuple(structures)
+        self._options, self.verify, self.structures = options, verify, tuple(structures)
+        self.options: QueryOptions | None = None  # set at the first open
         self._embedders, self._metrics = embedders, metrics
         self._lock = threading.Lock()
         self.current: Generation | None = None
@@ -75,6 +78,9 @@ class LiveIndex:
         d = self.path / gen if gen else self.path  # no CURRENT: an old-format index
         manifest = read_manifest(d)
         emb = self._embedders(manifest["embedder"]["name"])
+        if self.options is None:
+            o = self._options
+            self.options = o(manifest["embedder"]["name"]) if callable(o) else o
         ix = IndexReader.open(d, embedder=emb, verify=self.verify)
         prebuilt = load_prebuilt(self.path, self.structures) if self.structures else None
         r = Retriever(ix, emb, self.options, prebuilt=prebuilt)
@@ -176,6 +182,7 @@ class LiveIndex:
         return {"name": self.name, "path": str(self.path), "generation": g and g.name,
                 "serving_since": g and g.loaded_at, "open_s": g and round(g.open_s, 3),
                 "manifest": g and g.manifest, "switches": self.switches,
+                "options": self.options,
                 "last_failure": self.last_failure}
 
 
@@ -183,13 +190,13 @@ class Registry:
     """Every served index by name (the first is the default), their loading and the
     thread that follows their CURRENT files."""
 
-    def __init__(self, specs: dict[str, str], options: QueryOptions, metrics,
+    def __init__(self, specs: dict[str, str], options: OptionsFor, metrics,
                  embedders: EmbedderFactory | None = None, embed_threads: int = 1,
                  verify: bool = True, structures: Sequence[str] = (),
                  poll_s: float = 0.25) -> None:
         if not specs:
             raise ValueError("serve at least one index")
-        self.metrics, self.poll_s, self.options = metrics, poll_s, options
+        self.metrics, self.poll_s = metrics, poll_s
         self.embed_threads = embed_threads
         self._emb: dict[str, Embedder] = {}
         self._emb_lock = threading.Lock()
