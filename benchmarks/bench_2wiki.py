@@ -124,7 +124,7 @@ def main():
         if name == "stitch_paper":
             from hyperrag_fast.config import StitchOptions
             m["options"] = {"stitch": _plain(asdict(StitchOptions.paper(top_k=o.stitch.top_k))),
-                            "hybrid": "HybridOptions() (all signals off)"}
+                            "hybrid": "HybridOptions.paper() (all signals off)"}
         out["methods"][name] = m
         print(name, "cand", m["candidate_ms"], "graph", m["graph_stage_ms"], "stats", m["stats_p50"],
               flush=True)

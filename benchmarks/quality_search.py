@@ -55,7 +55,6 @@ SPACE = {
     "seeds": [("none", 1, INF), ("ngram", 1, 2), ("ngram", 2, 2), ("ngram", 2, 5),
               ("ngram", 2, 30)],
     "bm25": [(0.0, 0), (0.1, 20), (0.2, 50)],
-    "rare_words_max_group": [0, 1, 2],
     "hop": [(0, 1.0, 2, "sim"), (1, 1.0, 2, "sim"), (2, 1.0, 2, "sim"), (1, 0.5, 2, "sim"),
             (2, 0.5, 3, "sim"), (1, 1.0, 3, "uniform"), (2, 0.5, 2, "uniform"), (3, 1.0, 2, "sim"),
             (4, 1.0, 2, "sim"), (2, 2.0, 2, "sim"), (2, 1.0, 3, "sim")],
@@ -84,8 +83,7 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
         return replace(o, k_nodes=v[0], k_chunks=v[1])
     if name == "damping":
         return replace(o, stitch=s.replace(damping=v, ppr="power" if v > 0 else "none"))
-    if name in ("rare_words_max_group", "title_words", "near_matches", "title_chunks", "hop_titles",
-                "phrase_sim", "rank_weights", "title_top"):
+    if name in ("title_words", "title_chunks", "hop_titles", "rank_weights", "title_top"):
         return replace(o, hybrid=replace(h, **{name: v}))
     if name == "stibp":
         return replace(o, stitch=s.replace(spatial=v, temporal=v))
@@ -101,10 +99,9 @@ def current(o: QueryOptions, name: str):
             "bm25": (h.bm25_weight, h.k_bm25),
             "hop": (h.hop_chunks, h.hop_value, h.hop_max_group, h.hop_weight),
             "k": (o.k_nodes, o.k_chunks),
-            "rare_words_max_group": h.rare_words_max_group,
-            "title_words": h.title_words, "near_matches": h.near_matches,
+            "title_words": h.title_words,
             "title_chunks": h.title_chunks, "hop_titles": h.hop_titles,
-            "phrase_sim": h.phrase_sim, "rank_weights": h.rank_weights, "title_top": h.title_top,
+            "rank_weights": h.rank_weights, "title_top": h.title_top,
             "damping": s.damping if s.ppr != "none" else 0.0,
             "stibp": s.spatial or s.temporal}.get(name, getattr(s, name, None))
 
@@ -121,21 +118,13 @@ ABLATIONS = [
     ("delta 0.7", {"delta": 0.7}),
     ("-seeds (no question names)", {"seeds": ("none", 1, INF)}),
     ("-bm25", {"bm25": (0.0, 0)}),
-    ("-rare single-word names", {"rare_words_max_group": 0}),
-    ("+rare single-word names (group in 1 chunk)", {"rare_words_max_group": 1}),
-    ("+rare single-word names (group in <= 2 chunks)", {"rare_words_max_group": 2}),
     ("-title single words", {"title_words": False}),
     ("+title single words (a one-word n-gram naming a passage title)", {"title_words": True}),
-    ("+near matches (accents, a leading article)", {"near_matches": True}),
-    ("+title single words +near matches", {"title_words": True, "near_matches": True}),
     ("-title chunks (no prior term for a named title)", {"title_chunks": 0.0}),
     ("title chunks 1", {"title_chunks": 1.0}),
     ("title chunks 10", {"title_chunks": 10.0}),
     ("title top 0 (every paragraph of a named page)", {"title_top": 0}),
     ("title top 1 (a named page's most similar paragraph)", {"title_top": 1}),
-    ("+phrase links (capitalised phrases by embedding, cosine >= .6)", {"phrase_sim": 0.6}),
-    ("+phrase links (cosine >= .7)", {"phrase_sim": 0.7}),
-    ("+phrase links (cosine >= .8)", {"phrase_sim": 0.8}),
     ("-ppr (d = 0)", {"graph": (0.0, INF, "uniform")}),
     ("-ppr (rank by the prior, = no_ppr)", {"damping": 0.0}),
     ("-stibp (no spatial/temporal, = no_stibp)", {"stibp": False}),

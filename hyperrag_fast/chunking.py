@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from .config import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .intake import (TEXT_SUFFIXES, IntakeError, binary_reason, check_encoding,
                      check_metadata, check_name, check_unicode, decode, escape_offset,
                      read_bytes, scan_folder)
@@ -307,8 +308,8 @@ def chunk_passage(chunk: Chunk) -> str:
 
 def chunk_documents(
     docs: Iterable[Document],
-    max_tokens: int = 256,
-    overlap: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    overlap: int = DEFAULT_OVERLAP,
     tokenizer: Tokenizer | None = None,
 ) -> list[Chunk]:
     """Cut documents into chunks of at most ``max_tokens`` tokens (docs/architecture.md §2).

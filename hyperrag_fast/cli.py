@@ -127,7 +127,7 @@ def _existing(path: str) -> str:
 def _build_options(a):
     from .config import BuildOptions
     return BuildOptions(partition_docs=a.partition_docs, workers=a.workers,
-                        scheduler=a.scheduler, pipeline=a.pipeline,
+                        scheduler=a.scheduler,
                         chunk_vectors=a.chunk_vectors)
 
 

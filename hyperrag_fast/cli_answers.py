@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any, Sequence
 
+from .config import EVAL_LLM_CONCURRENCY, LLM_TIMEOUT_S
+
 
 def add_llm_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
     """--{prefix}base-url / model / api-key (env OPENAI_* when not given)."""
@@ -21,7 +23,7 @@ def add_llm_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def make_client(base_url: str | None, model: str | None, api_key: str | None,
-                timeout: float = 120.0):
+                timeout: float = LLM_TIMEOUT_S):
     from .llm.client import ChatClient
     return ChatClient(model=model, base_url=base_url, api_key=api_key, timeout=timeout)
 
@@ -38,7 +40,7 @@ def add_ask_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: Seq
     s.add_argument("--top-k", type=int, default=TUNED.top_k)
     s.add_argument("--max-context-chars", type=int, default=12_000)
     s.add_argument("--temperature", type=float, default=0.0)
-    s.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    s.add_argument("--timeout", type=float, default=LLM_TIMEOUT_S, help="seconds per request")
     s.add_argument("--stream", action="store_true",
                    help="use the streaming protocol (the reply is collected, then printed)")
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
@@ -106,9 +108,9 @@ def answers_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=None,
                    help=f"passages per answer (default: {TUNED.top_k}; GraphRAG-Bench: 5)")
     p.add_argument("--max-context-chars", type=int, default=12_000)
-    p.add_argument("--concurrency", type=int, default=4, help="requests in flight")
+    p.add_argument("--concurrency", type=int, default=EVAL_LLM_CONCURRENCY, help="requests in flight")
     p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    p.add_argument("--timeout", type=float, default=LLM_TIMEOUT_S, help="seconds per request")
     add_llm_args(p)
     p.add_argument("--judge-model", default=None, help="enables the LLM judge")
     p.add_argument("--judge-base-url", default=None, help="default: --base-url")

@@ -1,6 +1,7 @@
 """The ``hyperrag`` argument parser (:mod:`hyperrag_fast.cli` runs it). The handlers come
 in as a :class:`Commands` bundle, so this module imports none of them."""
 from __future__ import annotations
+from .config import DEFAULT_MAX_TOKENS, DEFAULT_MERGE, DEFAULT_OVERLAP, LLM_CONCURRENCY, LLM_TIMEOUT_S, LOCK_TIMEOUT_S
 
 import argparse
 from typing import Any, Callable, NamedTuple
@@ -38,8 +39,8 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     from .cli_answers import add_llm_args
     llm = argparse.ArgumentParser(add_help=False)
     add_llm_args(llm)
-    llm.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
-    llm.add_argument("--concurrency", type=int, default=8, help="LLM requests in flight")
+    llm.add_argument("--timeout", type=float, default=LLM_TIMEOUT_S, help="seconds per LLM request")
+    llm.add_argument("--concurrency", type=int, default=LLM_CONCURRENCY, help="LLM requests in flight")
     llm.add_argument("--retry-failures", action="store_true",
                      help="re-ask chunks whose cached LLM answers were unusable")
     from .config import DEFAULT_EMBEDDER
@@ -57,14 +58,12 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
                        help="address of an existing Dask scheduler, e.g. tcp://host:8786")
     build.add_argument("--partition-docs", type=int, default=BuildOptions.partition_docs,
                        help="documents per partition (memory follows one partition)")
-    build.add_argument("--pipeline", action="store_true",
-                       help="embed each partition on a thread while the next is extracted")
     build.add_argument("--chunk-vectors", choices=CHUNK_VECTORS, default=BuildOptions.chunk_vectors,
                        help="text: embed each passage (new index default); pooled: mean of its "
                             "sentences' and title's vectors; add keeps the index's")
 
     lock = argparse.ArgumentParser(add_help=False)
-    lock.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",
+    lock.add_argument("--lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
                       help="wait this long for another writer of the index to finish "
                            "(default 0: refuse at once, exit 2; negative: wait indefinitely)")
 
@@ -79,9 +78,9 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
                        help="index documents")
     s.add_argument("source", help="file or folder of .txt/.md, or .json/.jsonl corpus")
     s.add_argument("index", help="index directory to write")
-    s.add_argument("--merge", choices=MERGES, default="semi")
-    s.add_argument("--max-tokens", type=int, default=256)
-    s.add_argument("--overlap", type=int, default=0)
+    s.add_argument("--merge", choices=MERGES, default=DEFAULT_MERGE)
+    s.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    s.add_argument("--overlap", type=int, default=DEFAULT_OVERLAP)
     s.add_argument("--cache-dir", default=None,
                    help="embedding (and LLM answer) cache directory; LLM default <INDEX>.cache")
     s.add_argument("--force", action="store_true", help="replace an existing index")

@@ -1,16 +1,25 @@
-"""Configuration: every query option, both presets, candidate budgets, ANN parameters and
-how an index build runs (:class:`BuildOptions`).
+"""Configuration: every query option, both presets, candidate budgets, and (re-exported
+from :mod:`.settings`) ANN parameters, how an index build runs, CODA's options and the LLM
+run-time defaults.
 
 The API (:class:`QueryOptions` defaults), the CLI (its option defaults), ``ask``, ``demo``,
-``eval`` and the benchmarks all read this module; nothing else holds a default. Two named
-presets: :data:`PAPER` (STITCH-RAG exactly as published, §3.3 / Alg. 1) and :data:`TUNED`
-(the library default, chosen on the 2WikiMultiHopQA dev split; docs/architecture.md §6).
+``eval`` and the benchmarks all read this module; nothing else holds a default. A bare
+options object is the library default (:data:`TUNED`, chosen on the 2WikiMultiHopQA dev
+split); the paper's values only by name: :data:`PAPER`, ``StitchOptions.paper()``,
+``HybridOptions.paper()`` (STITCH-RAG §3.3 / Alg. 1; docs/architecture.md §6).
 No imports of query or build code: a leaf every layer may read.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+
+from .settings import (  # noqa: F401  (part of config: read them from here)
+    BACKENDS, ANN_STORAGES, CHUNK_VECTORS, DEFAULT_CHUNK_VECTORS, EXACT_THRESHOLD, MERGES,
+    DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
+    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, AnnParams, BuildOptions, CodaOptions, _one_of,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
+)
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
 DECAYS = ("tanh", "exp", "sigmoid")
@@ -19,23 +28,24 @@ ALPHAS = ("ratio", "fixed", "log")
 WEIGHTS = ("log1p", "idf", "none")
 GRAPH_WEIGHTS = ("uniform", "inverse_size")
 PRIORS = ("continuous", "binary")
-SEED_MODES = ("none", "ngram", "ner", "ner+ngram")
+SEED_MODES = ("none", "ngram")
 HOP_WEIGHTS = ("uniform", "sim")
-MERGES = ("semi", "full", "none")
-BACKENDS = ("auto", "exact", "usearch")
-#: usearch HNSW vector storage; the graph's own copy of the vectors only steers the walk
-#: (hits are rescored with the exact float32 matrix), so half precision halves its memory.
-ANN_STORAGES = ("f16", "f32")
-#: chunk (passage) vectors: "text" embeds the passage, "pooled" averages its sentences'
-#: vectors and its title's (docs/architecture.md §10)
-CHUNK_VECTORS = ("text", "pooled")
-DEFAULT_CHUNK_VECTORS = "text"
-#: default size below which exact search is used (see ``hyperrag_fast.ann``).
-EXACT_THRESHOLD = 10_000
+#: STITCH-RAG §3.3 / Alg. 1 as published (``StitchOptions.paper()``): the fields that differ
+#: from the library defaults
+_PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weight="log1p",
+                     temporal_max_group=math.inf, temporal_from_space=0.0,
+                     graph_max_group=math.inf, graph_weight="uniform", ppr="power", tol=1e-6)
+#: no query-side signal (``HybridOptions.paper()``)
+_PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25_weight=0.0,
+                     k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
+                     hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
+                     hop_titles=False, rank_weights=(), title_top=0)
 
 @dataclass(frozen=True)
 class StitchOptions:
-    """Options of one STITCH query (defaults = the paper, STITCH-RAG §3.3 / Alg. 1).
+    """Options of one STITCH query. Defaults = the library's dev-tuned values (:data:`TUNED`,
+    docs/architecture.md §6); the paper's constants (STITCH-RAG §3.3 / Alg. 1) only by name:
+    :meth:`paper`, :data:`PAPER_STITCH`.
 
     delta: activation threshold; lam: weight of max(0, sim(q, c)) in the prior;
     damping: PPR d; top_k: chunks returned; decay: f(alpha dt), "tanh" = exp(-tanh),
@@ -60,22 +70,22 @@ class StitchOptions:
     :func:`ppr_solver`) or "none" (rank by prior).
     """
 
-    delta: float = 0.5
+    delta: float = 0.85
     lam: float = 0.3
-    damping: float = 0.85
+    damping: float = 0.2
     top_k: int = 8
     decay: str = "tanh"
-    alpha: str = "ratio"
+    alpha: str = "log"
     alpha_value: float = 1.0
     spatial: bool = True
     temporal: bool = True
     agg_divisor: float = 3.0
     prior: str = "continuous"
-    group_weight: str = "log1p"
-    temporal_max_group: float = math.inf
-    temporal_from_space: float = 0.0
-    graph_max_group: float = math.inf
-    graph_weight: str = "uniform"
+    group_weight: str = "idf"
+    temporal_max_group: float = 50
+    temporal_from_space: float = 2.0
+    graph_max_group: float = 20
+    graph_weight: str = "inverse_size"
     ppr: str = "power"
     tol: float = 1e-6
     max_iter: int = 10_000
@@ -104,8 +114,9 @@ class StitchOptions:
 
     @classmethod
     def paper(cls, **changes) -> "StitchOptions":
-        """STITCH-RAG exactly as published (§3.3): delta .5, lambda .3, d .85, power PPR."""
-        return replace(cls(), **changes)
+        """STITCH-RAG exactly as published (§3.3): delta .5, lambda .3, d .85, alpha ratio,
+        ln(1 + N_v) group weights, no group caps, uniform arcs, power PPR."""
+        return cls(**{**_PAPER_STITCH, **changes})
 
     def replace(self, **changes) -> "StitchOptions":
         return replace(self, **changes)
@@ -113,17 +124,14 @@ class StitchOptions:
 
 @dataclass(frozen=True)
 class HybridOptions:
-    """seeds: "none"; "ngram" = every word n-gram (n <= 6) of the question whose
-    normalised form is a name-group key; "ner" = spaCy entities of the question,
-    normalised (needs the offline extra), skipping entities whose spaCy label is in
-    ``seed_skip_labels`` (e.g. CARDINAL, ORDINAL); "ner+ngram" = both. n-grams shorter
-    than ``ngram_min_words`` words are not matched unless their group spans at most
-    ``rare_words_max_group`` chunks (0 = never; a rare single-word name), or, with
-    ``title_words``, when they are the name of a passage title (a one-word title).
-    ``near_matches`` also matches names that differ only in accents or a leading article
-    (``lexical.loose_key``). Matched
-    groups spanning more than ``seed_max_group`` chunks are not seeded; their states get
-    A(v) >= ``seed_value``.
+    """The query-side signals (docs/architecture.md §5). Defaults = the library's dev-tuned
+    values (:data:`TUNED`); every signal off (the paper) only by name: :meth:`paper`.
+
+    seeds: "none"; "ngram" = every word n-gram (n <= 6) of the question whose
+    normalised form is a name-group key. n-grams shorter than ``ngram_min_words`` words
+    are not matched unless, with ``title_words``, they are the name of a passage title (a
+    one-word title). Matched groups spanning more than ``seed_max_group`` chunks are not
+    seeded; their states get A(v) >= ``seed_value``.
     bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
     chunks, which also join C0.
 
@@ -147,28 +155,26 @@ class HybridOptions:
     dense rank, similarity, STIBP score, BM25 and title terms), weights
     ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
 
-    phrase_sim > 0 (ours): the question's capitalised phrases that name no group exactly
-    are embedded (one embedder call per question) and seed the groups of the entity states
-    whose vectors they match with cosine >= phrase_sim (``PHRASE_K`` nearest each)."""
+    Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
+    single-word names, accent/article near-matches and embedded question phrases lost or
+    tied on the dev families and were on in no preset."""
 
-    seeds: str = "none"
+    seeds: str = "ngram"
     seed_value: float = 1.0
-    seed_max_group: float = math.inf
-    bm25_weight: float = 0.0
-    k_bm25: int = 0
-    seed_skip_labels: tuple[str, ...] = ()
-    ngram_min_words: int = 1
-    rare_words_max_group: float = 0
-    title_words: bool = False
-    near_matches: bool = False
-    hop_chunks: int = 0
+    seed_max_group: float = 2
+    bm25_weight: float = 0.1
+    k_bm25: int = 20
+    ngram_min_words: int = 2
+    title_words: bool = True
+    hop_chunks: int = 1
     hop_value: float = 1.0
     hop_max_group: float = 2
     hop_weight: str = "sim"
-    title_chunks: float = 0.0
-    hop_titles: bool = False
-    phrase_sim: float = 0.0
-    rank_weights: tuple[float, ...] = ()
+    title_chunks: float = 0.3
+    hop_titles: bool = True
+    rank_weights: tuple[float, ...] = (
+        -1.819011, -20.043877, 21.183009, 12.882177, -0.235017, 1.516375, 3.35763, 0.706335,
+        0.229618, 0.889873)
     title_top: int = 0
 
     def __post_init__(self) -> None:
@@ -183,47 +189,14 @@ class HybridOptions:
             raise ValueError(f"seeds must be one of {SEED_MODES}, got {self.seeds!r}")
         if self.ngram_min_words < 1:
             raise ValueError("ngram_min_words must be >= 1")
-        if not self.rare_words_max_group >= 0:
-            raise ValueError("rare_words_max_group must be >= 0")
         if self.seed_value < 0 or self.bm25_weight < 0 or self.k_bm25 < 0 or not self.title_chunks >= 0:
             raise ValueError("seed_value, bm25_weight, k_bm25 and title_chunks must be >= 0")
-        if not 0.0 <= self.phrase_sim <= 1.0:
-            raise ValueError(f"phrase_sim must be in [0, 1] (0 = off), got {self.phrase_sim}")
 
-
-@dataclass(frozen=True)
-class AnnParams:
-    """usearch HNSW parameters (docs/architecture.md §8) and the exact/approximate switch.
-
-    ``backend``: "auto" (exact below ``exact_threshold`` rows, else usearch),
-    "exact" or "usearch". ``expansion_search`` was tuned so recall@50 against exact
-    search stays >= 0.98 on the 2Wiki dev data (tests/test_ann.py): 64 gave 0.964,
-    128 gave 0.993 (usearch never searches narrower than k).
-    """
-
-    backend: str = "auto"
-    exact_threshold: int = EXACT_THRESHOLD
-    connectivity: int = 16
-    expansion_add: int = 128
-    expansion_search: int = 128
-    threads: int = 0  # usearch build/search threads; 0 = all cores
-    storage: str = "f16"  # HNSW vector storage (ANN_STORAGES); an index saved without it: f32
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.storage not in ANN_STORAGES:
-            raise ValueError(f"storage must be one of {ANN_STORAGES}, got {self.storage!r}")
-        for name in ("connectivity", "expansion_add", "expansion_search"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.exact_threshold < 0 or self.threads < 0:
-            raise ValueError("exact_threshold and threads must be >= 0")
-
-    def use_usearch(self, n: int) -> bool:
-        if self.backend == "auto":
-            return n >= self.exact_threshold
-        return self.backend == "usearch"
+    @classmethod
+    def paper(cls, **changes) -> "HybridOptions":
+        """No query-side signal (STITCH-RAG as published): no seeds, no BM25 term, no titles,
+        no second round."""
+        return cls(**{**_PAPER_HYBRID, **changes})
 
 
 # ------------------------------------------------------------------ PPR solver rule
@@ -261,16 +234,11 @@ def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
     return "push" if push else "power"
 
 
-def _one_of(name: str, value: str, allowed) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
-
-
 # ------------------------------------------------------------------------ presets
 #: STITCH-RAG §3.3 constants: delta .5, lambda .3, d .85, tanh decay, power PPR; no
-#: question seeds, no BM25 term (the dataclass defaults are the paper's values).
-PAPER_STITCH = StitchOptions()
-PAPER_HYBRID = HybridOptions()
+#: question seeds, no BM25 term. Only by name: a bare ``StitchOptions()`` is the tuned default.
+PAPER_STITCH = StitchOptions.paper()
+PAPER_HYBRID = HybridOptions.paper()
 
 #: The dev-tuned configuration (2WikiMultiHopQA dev = first 200 questions), chosen by
 #: ``python benchmarks/tune_stitch.py --index-dir indexes/2wiki --cache-dir cache``
@@ -302,25 +270,9 @@ PAPER_HYBRID = HybridOptions()
 #: delta .8 -> .85 and the calibrated final ranking (``rank_weights``, trained on the
 #: three families): R@5 2Wiki dev .912 -> .915, HotpotQA .900 -> .920, MuSiQue dev .690
 #: -> .705; 2Wiki test (never searched) .901 -> .902.
-TUNED_STITCH = StitchOptions(
-    delta=0.85,
-    lam=0.3,
-    damping=0.2,
-    alpha="log",
-    group_weight="idf",
-    temporal_max_group=50,
-    temporal_from_space=2.0,
-    graph_max_group=20,
-    graph_weight="inverse_size",
-    ppr="power",
-    tol=1e-6,
-)
-TUNED_HYBRID = HybridOptions(seeds="ngram", ngram_min_words=2, seed_value=1.0, seed_max_group=2,
-                             bm25_weight=0.1, k_bm25=20, title_words=True, title_chunks=0.3,
-                             hop_chunks=1, hop_value=1.0, hop_max_group=2, hop_weight="sim",
-                             hop_titles=True, rank_weights=(
-                                 -1.819011, -20.043877, 21.183009, 12.882177, -0.235017,
-                                 1.516375, 3.35763, 0.706335, 0.229618, 0.889873))
+#: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
+TUNED_STITCH = StitchOptions()
+TUNED_HYBRID = HybridOptions()
 #: candidate budgets K_V (entity states) and K_C (chunks), STITCH-RAG §3.3 step 1
 TUNED_K_NODES = 25
 TUNED_K_CHUNKS = 50
@@ -346,8 +298,8 @@ class QueryOptions:
     and the method name (checked against the registry when the query runs). Defaults =
     :data:`TUNED`; :data:`PAPER` is the published method."""
 
-    stitch: StitchOptions = field(default_factory=lambda: TUNED_STITCH)
-    hybrid: HybridOptions = field(default_factory=lambda: TUNED_HYBRID)
+    stitch: StitchOptions = field(default_factory=StitchOptions)
+    hybrid: HybridOptions = field(default_factory=HybridOptions)
     k_nodes: int = TUNED_K_NODES
     k_chunks: int = TUNED_K_CHUNKS
     method: str = DEFAULT_METHOD
@@ -402,105 +354,3 @@ def preset_for(embedder_name: str | None) -> QueryOptions:
     return TUNED
 
 
-@dataclass(frozen=True)
-class BuildOptions:
-    """How a build runs and, through ``chunk_vectors`` alone, what it computes.
-
-    ``chunk_vectors``: "text" (embed each passage, ``title + "\\n" + text``) or "pooled"
-    (the L2-normalised mean of the L2-normalised vectors of the chunk's topic sentences
-    and its title, docs/architecture.md §10); ``None`` = "text" for a new index and the
-    index's own representation for ``add`` (it is in the manifest). ``partition_docs``:
-    documents per partition (memory is bounded by a partition's texts and vectors);
-    ``pipeline``: embed partition p on a thread while partition p+1
-    is extracted (off by default: with onnxruntime on every core the overlap bought
-    nothing on a 2-core machine and slowed the embed stage, benchmarks/README.md);
-    ``workers``: run partitions on a local Dask cluster of that many single-threaded
-    workers; ``scheduler``: the address of an existing Dask scheduler instead.
-    """
-
-    partition_docs: int = 512
-    pipeline: bool = False
-    workers: int = 0
-    scheduler: str | None = None
-    threads_per_worker: int = 1
-    chunk_vectors: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.chunk_vectors is not None:
-            _one_of("chunk_vectors", self.chunk_vectors, CHUNK_VECTORS)
-        if self.partition_docs < 1:
-            raise ValueError(f"partition_docs must be >= 1, got {self.partition_docs}")
-        if self.workers < 0 or self.threads_per_worker < 1:
-            raise ValueError("workers must be >= 0 and threads_per_worker >= 1")
-        if self.workers and self.scheduler:
-            raise ValueError("give either workers (a local cluster) or scheduler, not both")
-
-    @property
-    def distributed(self) -> bool:
-        return bool(self.workers or self.scheduler)
-
-
-#: CODA alignment modes and elimination calibrations (coda/retrieve.py, docs/architecture.md §7)
-CODA_ALIGNS = ("count", "relevance")
-CODA_CALIBRATIONS = ("raw", "zscore")
-
-
-@dataclass(frozen=True)
-class CodaOptions:
-    """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
-
-    semantic: bool = True
-    contextual: bool = True
-    functional: bool = True
-    elimination: bool = True
-    k_entry: int = 10
-    k_entry_relations: int = 10
-    alpha: float = 0.5
-    beta: float = 0.4
-    tau: float = 0.35
-    ppr_d: float = 0.85
-    ppr_tol: float = 1e-6
-    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
-    k_context: int = 10
-    k_functional: int = 10
-    elim_keep_frac: float = 0.5
-    elim_min_sim: float = -1.0
-    fill_dense: bool = True
-    align: str = "relevance"
-    elim_calibration: str = "zscore"
-    elim_min_z: float = 1.0
-    dense_weight: float = 1.0
-    lexical_weight: float = 0.3
-    graph_weight: float = 0.01
-    dense_pool: int = 20
-    align_items: str = "relations"
-    align_pool: str = "max"
-    dedup_sim: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.align not in CODA_ALIGNS:
-            raise ValueError(f"align must be one of {CODA_ALIGNS}, got {self.align!r}")
-        if self.elim_calibration not in CODA_CALIBRATIONS:
-            raise ValueError(f"elim_calibration must be one of {CODA_CALIBRATIONS}, "
-                             f"got {self.elim_calibration!r}")
-        if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
-            raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
-        if min(self.dense_weight, self.lexical_weight, self.graph_weight) < 0 or self.dense_pool < 0:
-            raise ValueError("dense_weight, lexical_weight, graph_weight and dense_pool must be >= 0")
-        for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-        if not 0.0 <= self.ppr_d < 1.0:
-            raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
-        if not 0.0 <= self.elim_keep_frac <= 1.0:
-            raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
-        if self.ppr_solver not in ("push", "power"):
-            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
-
-
-
-#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
-#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
-#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
-CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")

@@ -32,7 +32,8 @@ from .mmaps import trim_heap
 from .indexing.clock import StageClock, peak_rss_mb, rss_mb
 from .indexing.hnsw import build_vector_index, extend_vector_index, save_vector_index, spill
 from .indexing.lexical import BM25Arrays, fit_bm25
-from .config import DEFAULT_CHUNK_VECTORS, BuildOptions
+from .config import (DEFAULT_CHUNK_VECTORS, DEFAULT_MAX_TOKENS, DEFAULT_MERGE, DEFAULT_OVERLAP,
+                     BuildOptions)
 from .indexing.vectors import TextVectors
 from .chunking import LoadResult, chunk_passage
 from .embed.base import Embedder
@@ -117,8 +118,8 @@ class HyperIndex(IndexReader):
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, source: str | os.PathLike | LoadResult | Iterable[Any], extractor: Extractor,
-              embedder: Embedder, merge: str = "semi", progress: bool = True,
-              max_tokens: int = 256, overlap: int = 0,
+              embedder: Embedder, merge: str = DEFAULT_MERGE, progress: bool = True,
+              max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP,
               cache_dir: str | os.PathLike | None = None,
               ann_params: AnnParams | None = None, options: BuildOptions | None = None,
               workdir: str | os.PathLike | None = None) -> "HyperIndex":

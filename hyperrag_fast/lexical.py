@@ -1,7 +1,7 @@
 """The question text's side of a query: the name key phi, name-group seeds and BM25.
 
 * :func:`normalize_name`: the name key phi (STITCH-RAG §3.2; docs/architecture.md §2),
-  shared with the build side (``hyperrag_fast.normalize`` re-exports it);
+  shared with the build side;
 * :class:`GroupLookup` / :func:`question_groups`: names in the question -> name groups ->
   seed states (question-entity seeds, docs/architecture.md §5);
 * :class:`TitleLookup`: chunk titles the question names (docs/architecture.md §5);
@@ -34,36 +34,6 @@ def normalize_name(name: str) -> str:
     """
     s = unicodedata.normalize("NFKC", name).casefold()
     return _PUNCT_OR_SPACE.sub(" ", s).strip()
-
-
-_ARTICLE = re.compile(r"^(?:the|a|an) ")
-
-
-def loose_key(key: str) -> str:
-    """A name key with accents folded and a leading article dropped: ``"the café"`` ->
-    ``"cafe"`` (question-side near-matches, docs/architecture.md §5)."""
-    s = "".join(ch for ch in unicodedata.normalize("NFKD", key) if not unicodedata.combining(ch))
-    return _ARTICLE.sub("", s)
-
-
-_CAPITALISED = re.compile(r"(?:\b[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|du|des|la|le|von|van|der|del|da|di)"
-                          r"(?=\s+[A-Z]))*\s*)+")
-_QUESTION_WORDS = frozenset("who whom whose what which when where why how is are was were did "
-                            "do does in on at the a an of for from by and or".split())
-
-
-def question_phrases(text: str) -> list[str]:
-    """Capitalised phrases of a question (runs of capitalised words, with lower-case
-    connectors such as "of" inside), minus a leading question word: the candidate names
-    for ``HybridOptions.phrase_sim`` (docs/architecture.md §5)."""
-    out = []
-    for run in _CAPITALISED.findall(text):
-        words = run.split()
-        while words and words[0].casefold() in _QUESTION_WORDS:
-            words = words[1:]
-        if words:
-            out.append(" ".join(words))
-    return list(dict.fromkeys(out))
 
 
 class TitleLookup:
@@ -119,7 +89,6 @@ class GroupLookup:
     def __init__(self, graph, titles: TitleLookup | None = None) -> None:
         self.graph = graph
         self.titles = titles
-        self._loose: dict[str, list[int]] | None = None
         keys = graph.group_key
         self._id = dict(zip(keys, range(len(keys))))  # C speed; keys are usually distinct
         self._ids: dict[str, list[int]] = {}  # keys that name several groups
@@ -134,19 +103,6 @@ class GroupLookup:
         if self.titles is None:
             raise ValueError("title_words needs the chunk titles: this lookup has none")
         return self.titles.keys()
-
-    def groups_of_loose_keys(self, keys: Sequence[str], min_words: int = 1) -> list[int]:
-        """Groups whose :func:`loose_key` equals that of one of ``keys`` and still has
-        ``min_words`` words ("the film" must not reach "film"); the table is built on
-        first use."""
-        if self._loose is None:
-            loose: dict[str, list[int]] = {}
-            for g, key in enumerate(self.graph.group_key):
-                loose.setdefault(loose_key(key), []).append(g)
-            self._loose = loose
-        loose_keys = [x for x in map(loose_key, keys) if x.count(" ") + 1 >= min_words]
-        out = [g for k in loose_keys for g in self._loose.get(k, ())]
-        return sorted(set(out))
 
     def groups_of_keys(self, keys: Sequence[str]) -> list[int]:
         out: list[int] = []
@@ -171,44 +127,20 @@ class GroupLookup:
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
 
 
-def question_groups(text: str, lookup: GroupLookup, mode: str,
-                    ner: Callable[[str], list[tuple[str, str]]] | None = None,
-                    skip_labels: tuple[str, ...] = (), ngram_min_words: int = 1,
-                    rare_words_max_group: float = 0, title_words: bool = False,
-                    near_matches: bool = False) -> list[int]:
-    """Group ids named in the question (see :class:`HybridOptions`). With
-    ``rare_words_max_group`` > 0, n-grams shorter than ``ngram_min_words`` still match a
-    group spanning at most that many chunks (a rare short name); with ``title_words``,
-    one that is a chunk title's name; ``near_matches`` also matches the n-grams'
-    :func:`loose_key` (accents, a leading article)."""
+def question_groups(text: str, lookup: GroupLookup, mode: str, ngram_min_words: int = 1,
+                    title_words: bool = False) -> list[int]:
+    """Group ids named in the question (see :class:`HybridOptions`): its n-grams of at
+    least ``ngram_min_words`` words that are name keys, and with ``title_words`` a shorter
+    one that is a chunk title's name."""
     if mode == "none":
         return []
-    keys: list[str] = []
-    extra: list[int] = []  # groups matched by the rules for short n-grams and near-matches
-    if mode in ("ngram", "ner+ngram"):
-        keys += lookup.ngram_keys(text, min_n=ngram_min_words)
-        short = (lookup.ngram_keys(text, max_n=ngram_min_words - 1)
-                 if ngram_min_words > 1 and (rare_words_max_group > 0 or title_words) else [])
-        if rare_words_max_group > 0 and short:
-            gc = lookup.graph.group_chunks
-            extra += [x for x in lookup.groups_of_keys(short) if gc[x] <= rare_words_max_group]
-        if title_words and short:
-            titles = lookup.title_keys()
-            extra += lookup.groups_of_keys([k for k in short if k in titles])
-    if mode in ("ner", "ner+ngram"):
-        if ner is None:
-            raise ValueError(f"seeds={mode!r} needs an NER function (the offline extractor's spaCy model)")
-        keys += [normalize_name(t) for t, label in ner(text) if label not in skip_labels]
-    if near_matches:
-        extra += lookup.groups_of_loose_keys(keys, ngram_min_words)
+    keys = lookup.ngram_keys(text, min_n=ngram_min_words)
+    extra: list[int] = []  # groups matched by the rule for short n-grams
+    if title_words and ngram_min_words > 1:
+        titles = lookup.title_keys()
+        short = lookup.ngram_keys(text, max_n=ngram_min_words - 1)
+        extra += lookup.groups_of_keys([k for k in short if k in titles])
     return sorted(set(lookup.groups_of_keys(keys)) | set(extra))
-
-
-def spacy_entity_texts(nlp) -> Callable[[str], list[tuple[str, str]]]:
-    """A question NER function from a loaded spaCy pipeline: (text, label) pairs."""
-    def ents(text: str) -> list[tuple[str, str]]:
-        return [(e.text, e.label_) for e in nlp(text).ents]
-    return ents
 
 
 class BM25:

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import uuid
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Callable, Iterator
 import filelock
 import numpy as np
 
+from .config import LOCK_TIMEOUT_S
 from .checksums import FAST, manifest_checksums, verify_files
 from .errors import IndexCorruptedError, IndexLockedError
 from .paths import is_link
@@ -29,7 +29,10 @@ from .texts import TEXTS, extraction_to_json
 LOCK = ".lock"  # the writer lock's file in an index directory, never part of an index
 _POINTER_TMP = f".{CURRENT}.tmp-"
 _LEGACY = (MANIFEST, TEXTS, "arrays", "vectors", "ann")  # format <= 3 kept these at the root
-KILL_ENV = "HYPERRAG_TEST_KILL_AT"  # test hook, see _kill_point
+#: ``hook(step)`` called at each named publish step, installed by :func:`set_step_hook`
+#: (tests: SIGKILL the process there); None in every normal run
+StepHook = Callable[[str], None]
+_step_hook: StepHook | None = None
 
 
 def _seq(name: str) -> int | None:
@@ -128,7 +131,7 @@ def _check_replaceable(root: Path) -> None:
 
 
 @contextmanager
-def writer_lock(path: str | os.PathLike, timeout: float = 0,
+def writer_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S,
                 create: bool = True) -> Iterator[Path]:
     """Hold the single-writer lock of index directory ``path`` (the file ``<path>/.lock``).
 
@@ -195,11 +198,20 @@ def first_build(root: Path) -> Iterator[None]:
 
 
 # ------------------------------------------------------------------- publishing
+def set_step_hook(hook: StepHook | None) -> StepHook | None:
+    """Install ``hook(step)``, called at each named step of a publish ("cleaned",
+    "generation_partial", "generation_written", "pointer_temp", "pointer_replaced",
+    "pruning"); None removes it. Returns the previous hook. Only tests install one
+    (tests/test_store_concurrency.py kills the process at each step)."""
+    global _step_hook
+    previous, _step_hook = _step_hook, hook
+    return previous
+
+
 def _kill_point(step: str) -> None:
-    """Test hook: SIGKILL this process at the named publish step when the environment
-    variable HYPERRAG_TEST_KILL_AT names it (tests/test_store_concurrency.py)."""
-    if os.environ.get(KILL_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
+    """A named publish step: run the installed step hook, if any."""
+    if _step_hook is not None:
+        _step_hook(step)
 
 
 def _rmtree_generation(d: Path) -> None:
@@ -340,7 +352,7 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
     return gen
 
 
-def upgrade_checksums(path: str | os.PathLike, timeout: float = 0) -> bool:
+def upgrade_checksums(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S) -> bool:
     """Give a format-4 index saved before issue 13 its ``xxh3_128`` checksums (fast
     verified loads): every file is verified against its sha256 first, then a new
     generation of hard links (copies where links fail) with the extended manifest is

@@ -17,12 +17,10 @@ import numpy as np
 from .config import QueryOptions, preset_for
 from .embed.base import Embedder
 from .reader import IndexReader, check_embedder
-from .methods import METHODS, CodaSetup, MethodOutput, QueryState, query_state, register_method
+from .methods import METHODS, CodaSetup, MethodOutput, query_state, register_method
 
-#: kept names of the earlier layout
-RetrieverState = QueryState
 __all__ = ["Retriever", "QueryOptions", "RetrievalResult", "RetrievedChunk", "MethodOutput",
-           "METHODS", "register_method", "RetrieverState"]
+           "METHODS", "register_method"]
 
 
 @dataclass(frozen=True)

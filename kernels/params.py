@@ -1,11 +1,10 @@
 """Layout of the float64 parameter vector the STITCH query kernel reads.
 
 One flat array keeps the kernel signature stable (one cached compilation) while the
-Python layer exposes every option by name (``hyperrag_fast.config.StitchOptions``).
+Python layer exposes every option by name (``hyperrag_fast.config.StitchOptions``; the
+presets, the paper's included, live there only: docs/architecture.md §6).
 """
 from __future__ import annotations
-
-import numpy as np
 
 DELTA = 0  # activation threshold delta (STITCH-RAG §3.3)
 LAMBDA = 1  # weight of max(0, sim(q, c)) in the prior
@@ -32,13 +31,3 @@ N_PARAMS = 18
 
 DECAY_TANH, DECAY_EXP, DECAY_SIGMOID = 0, 1, 2
 PPR_NONE, PPR_POWER, PPR_PUSH, PPR_FACTORED, PPR_AUTO = 0, 1, 2, 3, 4
-
-
-def paper_params() -> np.ndarray:
-    """STITCH-RAG §3.3 as published: delta 0.5, lambda 0.3, d 0.85, power iteration to 1e-6, k 8."""
-    p = np.zeros(N_PARAMS, dtype=np.float64)
-    p[DELTA], p[LAMBDA], p[DAMPING] = 0.5, 0.3, 0.85
-    p[DECAY], p[SPATIAL], p[TEMPORAL], p[AGG_DIV] = DECAY_TANH, 1, 1, 3
-    p[PRIOR], p[TEMPORAL_MAX_GROUP], p[GRAPH_MAX_GROUP] = 0, np.inf, np.inf
-    p[GRAPH_WEIGHT], p[PPR], p[TOL], p[MAX_ITER], p[TOPK] = 0, PPR_POWER, 1e-6, 10_000, 8
-    return p

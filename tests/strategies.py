@@ -60,7 +60,7 @@ def stitch_options(draw):
 
     graph_weight = draw(st.sampled_from(["uniform", "inverse_size"]))
     pprs = ["power", "push", "auto", "none"] + (["factored"] if graph_weight == "inverse_size" else [])
-    return StitchOptions(
+    return StitchOptions.paper(
         delta=draw(st.sampled_from([-0.5, 0.0, 0.2, 0.5])),
         lam=draw(st.sampled_from([0.0, 0.3, 1.0])),
         damping=draw(st.sampled_from([0.0, 0.3, 0.85])),

@@ -55,7 +55,7 @@ def test_pooled_vector_is_the_normalised_mean_of_sentence_and_title_vectors():
 @pytest.mark.parametrize("merge", ["semi", "none", "full"])
 def test_pooled_vectors_do_not_depend_on_partitions_or_merge(merge):
     want = _build(A + B + C)
-    got = _build(A + B + C, merge=merge, partition_docs=1, pipeline=True)
+    got = _build(A + B + C, merge=merge, partition_docs=1)
     np.testing.assert_array_equal(got.chunk_vec, want.chunk_vec)
     if merge == "semi":
         assert_same(want, got)

@@ -80,18 +80,18 @@ def test_text_table_embeds_each_text_once_and_gathers_sources(tmp_path):
 
 
 @pytest.mark.parametrize("merge", ["semi", "none", "full"])
-@pytest.mark.parametrize("part,pipeline", [(1, True), (2, False), (512, True)])
-def test_partitioning_does_not_change_the_index(merge, part, pipeline):
+@pytest.mark.parametrize("part", [1, 2, 512])
+def test_partitioning_does_not_change_the_index(merge, part):
     emb = CountingEmbedder()
     got = HyperIndex.build(A + B + C, RegexExtractor(), emb, merge=merge, progress=False,
-                           options=BuildOptions(partition_docs=part, pipeline=pipeline))
+                           options=BuildOptions(partition_docs=part))
     assert len(emb.seen) == len(set(emb.seen))  # every distinct text embedded once
     st_ = got.report.stages
     assert set(st_["stages"]) >= {"chunk", "extract", "embed", "assemble", "ann"}
     assert st_["counts"]["texts_embedded"] == got.report.embedded_texts == len(emb.seen)
     assert st_["peak_rss_mb"] > 0
     want = HyperIndex.build(A + B + C, RegexExtractor(), HashingEmbedder(), merge=merge,
-                            progress=False, options=BuildOptions(pipeline=False))
+                            progress=False, options=BuildOptions())
     assert_same(want, got)
 
 

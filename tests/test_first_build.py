@@ -21,9 +21,25 @@ STEPS = ["cleaned", "generation_partial", "generation_written", "pointer_temp",
          "pointer_replaced"]
 
 
+#: ``hyperrag`` with the publish step hook (``publish.set_step_hook``) killing the process at
+#: the step named by argv[1]
+KILL_AT = """
+import os, signal, sys
+from hyperrag_fast import cli, publish
+step = sys.argv.pop(1)
+def kill(s):
+    if s == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+publish.set_step_hook(kill)
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
 def _index(ix: Path, source: Path = EXAMPLES, env: dict | None = None,
-           wait: bool = True):
-    cmd = [sys.executable, "-m", "hyperrag_fast.cli", "index", str(source), str(ix),
+           wait: bool = True, kill_at: str | None = None):
+    run = [sys.executable, "-m", "hyperrag_fast.cli"] if kill_at is None else [
+        sys.executable, "-c", KILL_AT, kill_at]
+    cmd = [*run, "index", str(source), str(ix),
            "--extractor", "regex", "--embedder", "hashing", "--max-tokens", "64", "--quiet"]
     p = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=ix.parent)
@@ -44,7 +60,7 @@ def _assert_one_clean_index(ix: Path) -> None:
 @pytest.mark.parametrize("step", STEPS)
 def test_first_build_killed_at_each_publish_step_is_rerun(tmp_path, step):
     ix = tmp_path / "ix"
-    code, _, err = _index(ix, env={"HYPERRAG_TEST_KILL_AT": step})
+    code, _, err = _index(ix, kill_at=step)
     assert code == -signal.SIGKILL, f"kill point {step!r} not reached: {err[-500:]}"
     assert ix.is_dir()
     code, _, err = _index(ix)  # the same command, no --force

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.indexing.hypergraph import build_hypergraph, hypergraph_from_flat
 from hyperrag_fast.kernels.csr import csr_from_pairs
-from hyperrag_fast.normalize import normalize_name
+from hyperrag_fast.lexical import normalize_name
 
 from strategies import extractions
 

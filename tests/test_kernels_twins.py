@@ -277,7 +277,7 @@ def test_all_zero_activation_gives_uniform_prior():
     g = build_hypergraph([Extraction((Segment("t", (("A", "a"),)),)), Extraction(())])
     one = np.ones((1, 2)) / np.sqrt(2)
     eng = StitchEngine(g, one, one, np.vstack([one, one]))
-    opts = StitchOptions(delta=0.99, lam=0.0)  # nothing activates, lambda 0: all I(c) = 0
+    opts = StitchOptions.paper(delta=0.99, lam=0.0)  # nothing activates, lambda 0: all I(c) = 0
     res = eng.query(-one[0], [0], [0, 1], opts, detail=True)
     np.testing.assert_allclose(res.cq_prior, [0.5, 0.5])
     np.testing.assert_allclose(res.cq_pi, [0.5, 0.5])
@@ -301,4 +301,4 @@ def test_input_validation():
     with pytest.raises(ValueError, match="shape"):
         StitchEngine(g, v, v, np.ones((2, 3)))
     with pytest.raises(ValueError, match="ppr"):
-        StitchOptions(ppr="magic")
+        StitchOptions.paper(ppr="magic")

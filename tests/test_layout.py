@@ -132,8 +132,6 @@ READ_SIDE = ("hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.m
 READ_WRITE_EXCEPTIONS = {
     # a CODA system is consolidated when it is loaded (docs/architecture.md §7)
     ("hyperrag_fast.prebuilt_reader", "hyperrag_fast.coda.system"),
-    # seeds="ner" loads the spaCy model through the offline extractor on first use
-    ("hyperrag_fast.methods.stitch", "hyperrag_fast.extract.offline"),
 }
 
 

@@ -1,8 +1,6 @@
 """ChatClient: retries, Retry-After, timeouts, errors, streaming, bounded concurrency."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from hyperrag_fast.llm.client import ChatClient, ChatResult, LLMError, RetryPolicy, run_bounded
@@ -42,18 +40,21 @@ def test_retries_transient_errors_then_succeeds(openai_server, failure):
 
 
 def test_retry_after_is_honoured(openai_server):
-    openai_server.chat.enqueue(Status(429, retry_after=0.3), "ok")
-    t = time.monotonic()
-    assert client(openai_server).complete(MSG).text == "ok"
-    assert time.monotonic() - t >= 0.3
+    """The wait between attempts goes through the client's injected clock (no wall time)."""
+    openai_server.chat.enqueue(Status(429, retry_after=30), "ok")
+    waits = []
+    assert client(openai_server, sleep=waits.append,
+                  retry=RetryPolicy(max_attempts=2, base_delay=0.001, max_retry_after=60)
+                  ).complete(MSG).text == "ok"
+    assert waits == [30.0]
 
 
 def test_retry_after_is_capped(openai_server):
     openai_server.chat.enqueue(Status(429, retry_after=100), "ok")
     pol = RetryPolicy(max_attempts=2, base_delay=0.001, max_retry_after=0.05)
-    t = time.monotonic()
-    assert client(openai_server, retry=pol).complete(MSG).text == "ok"
-    assert time.monotonic() - t < 2
+    waits = []
+    assert client(openai_server, retry=pol, sleep=waits.append).complete(MSG).text == "ok"
+    assert waits == [0.05]
 
 
 def test_gives_up_after_max_attempts_with_clear_error(openai_server):
@@ -73,18 +74,21 @@ def test_non_retryable_status_fails_at_once(openai_server, code):
 
 
 def test_timeout_on_slow_response(openai_server):
-    openai_server.chat.responder = lambda m: Slow(5, "late")
+    """A reply that never comes (the server holds it until it stops) times out each
+    attempt; the retry waits go through the injected clock."""
+    openai_server.chat.responder = lambda m: Slow(600, "late")
     pol = RetryPolicy(max_attempts=2, base_delay=0.001)
-    t = time.monotonic()
+    waits = []
     with pytest.raises(LLMError, match="after 2 attempts.*Timeout"):
-        client(openai_server, timeout=0.3, retry=pol).complete(MSG)
-    assert time.monotonic() - t < 3
-    assert openai_server.chat.count == 2
+        client(openai_server, timeout=1.0, retry=pol, sleep=waits.append).complete(MSG)
+    assert openai_server.chat.count == 2 and len(waits) == 1
 
 
 def test_slow_then_fast_recovers(openai_server):
-    openai_server.chat.enqueue(Slow(5, "late"), "quick")
-    assert client(openai_server, timeout=0.3).complete(MSG).text == "quick"
+    openai_server.chat.enqueue(Slow(600, "late"), "quick")
+    waits = []
+    assert client(openai_server, timeout=1.0, sleep=waits.append).complete(MSG).text == "quick"
+    assert len(waits) == 1
 
 
 def test_malformed_protocol_body_is_a_clear_error(openai_server):
@@ -134,8 +138,18 @@ def test_complete_many_keeps_order_results_and_errors(openai_server):
 
 
 def test_complete_many_respects_concurrency_bound(openai_server):
-    openai_server.chat.delay = 0.05
-    out = client(openai_server).complete_many([MSG] * 12, max_concurrency=3)
+    """Each reply waits until three requests are in flight (a barrier, not a delay), so
+    the bound is reached every round and never passed, however slow the machine."""
+    import threading
+
+    barrier = threading.Barrier(3, timeout=60)
+
+    def responder(messages):
+        barrier.wait()
+        return "echo: hello"
+
+    openai_server.chat.responder = responder
+    out = client(openai_server, timeout=120).complete_many([MSG] * 12, max_concurrency=3)
     assert all(r.text == "echo: hello" for r in out)
     assert openai_server.chat.max_in_flight == 3
 

@@ -5,7 +5,7 @@ import pytest
 
 from hyperrag_fast.extract.base import Extractor
 from hyperrag_fast.extract.offline import RegexExtractor
-from hyperrag_fast.normalize import normalize_name
+from hyperrag_fast.lexical import normalize_name
 from hyperrag_fast.records import Chunk, Extraction
 
 pytest.importorskip("spacy")

@@ -60,7 +60,7 @@ def test_prop1_same_projection_different_spatial_scores(topic_sims, a_sim):
 
     assert projection(g1) == projection(g2)
     nodes = {"a": _vec(a_sim, 1), "b": _vec(0.1, 2), "c": _vec(0.1, 3), "d": _vec(0.1, 4)}
-    opts = StitchOptions(temporal=False)
+    opts = StitchOptions.paper(temporal=False)
     res = []
     for g, sims in ((g1, topic_sims[:4]), (g2, topic_sims[4:])):
         nv = np.array([nodes[n] for n in g.node_name])
@@ -98,7 +98,7 @@ def test_prop2_only_semi_merge_recovers_the_evidence_state(a_sim, s_edge, s_chun
         nv = np.array([desc_vec[d.split()[0]] if merge != "full" else _vec(a_sim * 0.9, 1) for d in g.node_desc])
         ev = np.array([topic_vec[t] for t in g.edge_text])
         cv = np.array([_vec(s_chunk if c == len(chunks) - 1 else 0.1, 6) for c in range(g.n_chunks)])
-        opts = StitchOptions(ppr="none")
+        opts = StitchOptions.paper(ppr="none")
         out[merge] = (g, StitchEngine(g, nv, ev, cv).query(Q, np.arange(g.n_nodes), [], opts, detail=True))
     r_chunk, o_chunk = len(chunks) - 1, len(chunks) - 2
     g, res = out["none"]
@@ -161,7 +161,7 @@ def test_theorem1_ratio_bound_and_monotone_in_alpha(case, alpha):
         cv[c] = _vec(0.0, 3)
     for i, c in where.items():
         cv[c] = _vec(targets[i][0], 3)
-    opts = StitchOptions(alpha="fixed", alpha_value=alpha, spatial=False, ppr="none")
+    opts = StitchOptions.paper(alpha="fixed", alpha_value=alpha, spatial=False, ppr="none")
     res = StitchEngine(g, nv, ev, cv).query(Q, [0], [], opts, detail=True)
     time = dict(zip(res.node_ids.tolist(), res.node_time.tolist()))
     node_of = {int(d[1:]): v for v, d in enumerate(g.node_desc) if d != "u"}
@@ -225,7 +225,7 @@ def test_ties_broken_by_chunk_id_deterministically():
     cv = np.tile(_vec(0.4, 3), (g.n_chunks, 1))
     eng = StitchEngine(g, nv, ev, cv)
     for ppr in ("power", "push", "none"):
-        opts = StitchOptions(ppr=ppr, alpha="fixed", alpha_value=0.0)
+        opts = StitchOptions.paper(ppr=ppr, alpha="fixed", alpha_value=0.0)
         orders = [np.arange(12), np.arange(12)[::-1], np.random.default_rng(1).permutation(12)]
         runs = [eng.query(Q, o, o, opts) for o in orders for _ in range(2)]
         assert all(np.array_equal(runs[0].chunk_ids, r.chunk_ids) for r in runs)
@@ -253,7 +253,7 @@ def test_temporal_from_space_reaches_the_second_hop(a_sim, s_edge, s_chunk, beta
     w2 = next(v for v in range(g.n_nodes) if g.node_desc[v] == "w2")
     times = {}
     for b in (0.0, beta):
-        opts = StitchOptions(ppr="none", temporal_from_space=b)
+        opts = StitchOptions.paper(ppr="none", temporal_from_space=b)
         res = StitchEngine(g, nv, ev, cv).query(Q, np.arange(g.n_nodes), [], opts, detail=True)
         times[b] = dict(zip(res.node_ids.tolist(), res.node_time.tolist())).get(w2, 0.0)
     assert times[0.0] == 0.0

@@ -554,6 +554,6 @@ def test_other_subcommands_never_import_the_serve_package(base_index):
 def test_the_query_side_server_imports_no_writer_code():
     code = ("import sys; import hyperrag_fast.serve.main, hyperrag_fast.serve.app; "
             "print(sorted(m for m in sys.modules if m in ('hyperrag_fast.publish', "
-            "'hyperrag_fast.build.pipeline', 'filelock')))")
+            "'hyperrag_fast.indexing.pipeline', 'hyperrag_fast.index', 'filelock')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(r.stdout.strip().replace("'", '"')) == []

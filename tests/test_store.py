@@ -110,13 +110,16 @@ def test_atomic_save_keeps_old_index(tmp_path, index, monkeypatch):
     bigger = HyperIndex.build(DOCS + [{"id": "x", "title": "X", "text": "Another Thing here."}],
                               RegexExtractor(), HashingEmbedder(), progress=False)
 
-    def crash(*a, **k):
-        raise RuntimeError("simulated crash")
+    def crash(step):  # a failure while the new generation is half written
+        if step == "generation_partial":
+            raise RuntimeError("simulated crash")
 
-    monkeypatch.setattr(publish, "_write_sqlite", crash)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        bigger.save(tmp_path / "ix")
-    monkeypatch.undo()
+    publish.set_step_hook(crash)
+    try:
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            bigger.save(tmp_path / "ix")
+    finally:
+        publish.set_step_hook(None)
     _same(index, HyperIndex.load(tmp_path / "ix"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]  # temp dir cleaned up
     bigger.save(tmp_path / "ix")  # a later save replaces it

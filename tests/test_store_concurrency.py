@@ -64,12 +64,13 @@ try:
     filelock.FileLock.acquire = acquire
 except ImportError:
     pass
-orig_load = cli._load
-def _load(*a, **k):
-    r = orig_load(*a, **k)
+from hyperrag_fast.index import HyperIndex
+orig_load = HyperIndex.load.__func__
+def load(cls, *a, **k):  # the public load every writing command calls
+    r = orig_load(cls, *a, **k)
     (sig / "b-loaded").touch()
     return r
-cli._load = _load
+HyperIndex.load = classmethod(load)
 sys.exit(cli.main(sys.argv[1:]))
 """
 # Build DOCS (argv[2], JSON) and save to argv[1].
@@ -81,6 +82,16 @@ from hyperrag_fast.index import HyperIndex
 HyperIndex.build(json.loads(sys.argv[2]), RegexExtractor(), HashingEmbedder(),
                  progress=False).save(sys.argv[1])
 """
+# SAVE, but SIGKILL at the publish step named argv[3] (the hook publish.set_step_hook installs).
+KILL_AT_STEP = """
+import os, signal, sys
+from hyperrag_fast import publish
+step = sys.argv[3]
+def kill(s):
+    if s == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+publish.set_step_hook(kill)
+""" + SAVE
 # SAVE, but SIGKILL right before the n-th os.rename/os.replace call (argv[3]).
 KILL_AT_RENAME = """
 import os, signal, sys
@@ -271,8 +282,7 @@ STEPS_NEW = ["pointer_replaced", "pruning"]
 def test_kill_at_each_publish_step(ix, step):
     build(A[:2]).save(ix)
     build(A).save(ix)  # three publishes so far: the next one prunes a generation
-    code, _, err = finish(py(SAVE, ix, json.dumps(A + B1),
-                             env={"HYPERRAG_TEST_KILL_AT": step}))
+    code, _, err = finish(py(KILL_AT_STEP, ix, json.dumps(A + B1), step))
     assert code == -9, f"the kill point {step!r} was not reached: {err}"
     want = 3 if step in STEPS_OLD else 4
     for _ in range(2):  # readers see a complete generation and remove nothing
@@ -287,10 +297,19 @@ def test_kill_at_each_publish_step(ix, step):
     assert "loom" in doc_ids(ix)
 
 
+def test_no_step_hook_unless_a_test_installs_one(tmp_path):
+    """The kill points are a callback (``publish.set_step_hook``): no environment variable
+    or other outside switch reaches them in a normal run."""
+    assert publish.set_step_hook(None) is None
+    env = {"HYPERRAG_TEST_KILL_AT": "generation_written"}  # the former switch: inert now
+    code, _, err = finish(py(SAVE, tmp_path / "ix", json.dumps(A), env=env))
+    assert code == 0, err
+    assert HyperIndex.load(tmp_path / "ix").n_chunks == 3
+
+
 def test_kill_during_first_build_leaves_no_published_index(tmp_path):
     ix = tmp_path / "ix"
-    code, _, _ = finish(py(SAVE, ix, json.dumps(A), env={"HYPERRAG_TEST_KILL_AT":
-                                                         "generation_written"}))
+    code, _, _ = finish(py(KILL_AT_STEP, ix, json.dumps(A), "generation_written"))
     assert code == -9
     with pytest.raises(store.IndexCorruptedError, match="not a saved index"):
         HyperIndex.load(ix)

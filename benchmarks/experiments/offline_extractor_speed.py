@@ -18,7 +18,7 @@ import time
 
 from hyperrag_fast.chunking import chunk_documents, load_documents
 from hyperrag_fast.extract.offline import OfflineExtractor
-from hyperrag_fast.normalize import normalize_name
+from hyperrag_fast.lexical import normalize_name
 
 CORPUS = "/work/shared/data/2wikimultihopqa/corpus.json"
 

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
+from ..config import LLM_CONCURRENCY
 from ..kvcache import KVCache, cache_key
 from ..llm.client import ChatClient, run_bounded
 from ..llm.json_call import cached_json_call
@@ -42,7 +43,7 @@ class JSONCaller:
     """Cached, repaired, re-asked JSON calls over a ChatClient (see the module docstring)."""
 
     def __init__(self, client: ChatClient, cache_path: str | os.PathLike,
-                 prompt_version: str = PROMPT_VERSION, max_concurrency: int = 8,
+                 prompt_version: str = PROMPT_VERSION, max_concurrency: int = LLM_CONCURRENCY,
                  reasks: int = 1, request_params: dict | None = None) -> None:
         if max_concurrency < 1 or reasks < 0:
             raise ValueError("max_concurrency must be >= 1 and reasks >= 0")

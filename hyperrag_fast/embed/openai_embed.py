@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config import EMBED_TIMEOUT_S
 from ..llm.client import (LLMError, RetryPolicy, call_with_retry, make_openai,
                           resolve_settings)
 from .base import l2_normalize
@@ -28,7 +29,7 @@ class OpenAIEmbedder:
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, dim: int | None = None, batch_size: int = 64,
-                 timeout: float = 60.0, retry: RetryPolicy | None = None,
+                 timeout: float = EMBED_TIMEOUT_S, retry: RetryPolicy | None = None,
                  send_dimensions: bool = True) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")

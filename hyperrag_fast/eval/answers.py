@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..config import EVAL_LLM_CONCURRENCY, TUNED
 from ..answer import (DEFAULT_MAX_CONTEXT_CHARS, PROMPT_VERSION, Prepared, messages_fingerprint,
                       prepare, prepare_zero_shot, wants_detail)
 from ..kvcache import KVCache, cache_key
@@ -154,8 +155,8 @@ def evaluate_answers(dataset: str, split: str, methods: Sequence[str], client: C
                      index_dir: str | os.PathLike | None = None,
                      cache_dir: str | os.PathLike = "cache",
                      out_dir: str | os.PathLike | None = None,
-                     top_k: int = 8, max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
-                     max_concurrency: int = 4, limit: int | None = None,
+                     top_k: int = TUNED.top_k, max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS,
+                     max_concurrency: int = EVAL_LLM_CONCURRENCY, limit: int | None = None,
                      zero_shot: bool = True, temperature: float | None = 0.0,
                      extractor_factory: Callable | None = None,
                      embedder_factory: Callable | None = None,

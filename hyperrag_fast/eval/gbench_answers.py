@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..config import EVAL_LLM_CONCURRENCY
 from .gbench import SUBSETS, TOP_K, chunking_info, run_subset
 from .gbench_judge import answer_accuracy
 from .harness import _git, check_methods, default_embedder, default_extractor
@@ -16,7 +17,7 @@ from .harness import _git, check_methods, default_embedder, default_extractor
 def evaluate_gbench_answers(dataset: str, methods: Sequence[str], client, judge, *,
                             index_dir=None, cache_dir="cache", data_dir=None,
                             out_dir=None, top_k: int = TOP_K,
-                            limit: int | None = None, max_concurrency: int = 4,
+                            limit: int | None = None, max_concurrency: int = EVAL_LLM_CONCURRENCY,
                             extractor_factory: Callable | None = None,
                             embedder_factory: Callable | None = None, progress: bool = True,
                             command: str | None = None) -> dict[str, Any]:

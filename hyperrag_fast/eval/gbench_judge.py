@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config import EVAL_LLM_CONCURRENCY
 from ..kvcache import KVCache, cache_key
 from ..llm.client import ChatClient
 from ..llm.json_repair import loads_lenient
@@ -137,7 +138,7 @@ def _by_type(qtypes: Sequence[str], vals: Sequence[float | None]) -> dict[str, A
 class GBenchJudge:
     """The LLM-judged retrieval columns of one method's contexts (cached, resumable)."""
 
-    def __init__(self, client: ChatClient, cache_dir: str | Path, max_concurrency: int = 4) -> None:
+    def __init__(self, client: ChatClient, cache_dir: str | Path, max_concurrency: int = EVAL_LLM_CONCURRENCY) -> None:
         self.client = client
         self.cache_path = Path(cache_dir) / "gbench_judge.sqlite"
         self.max_concurrency = max_concurrency
@@ -173,7 +174,7 @@ class GBenchJudge:
 
 def answer_accuracy(client: ChatClient, judge: ChatClient, embedder, questions: Sequence,
                     contexts: Sequence[Sequence[str]], cache_dir: str | Path,
-                    max_concurrency: int = 4) -> dict[str, Any]:
+                    max_concurrency: int = EVAL_LLM_CONCURRENCY) -> dict[str, Any]:
     """Generate an answer per question from its context, then statement F1 (``judge``)
     and answer-embedding similarity (``embedder``) against the reference answer."""
     cache = KVCache(Path(cache_dir) / "gbench_judge.sqlite", "gbench")

@@ -24,6 +24,7 @@ import threading
 from collections import Counter
 from typing import Any, Sequence
 
+from ..config import LLM_CONCURRENCY
 from ..kvcache import KVCache, cache_key
 from ..llm.client import ChatClient, run_bounded
 from ..llm.json_call import cached_json_call
@@ -133,7 +134,7 @@ class LLMExtractor:
     """
 
     def __init__(self, client: ChatClient, cache_path: str | os.PathLike,
-                 prompt_version: str = PROMPT_VERSION, max_concurrency: int = 8,
+                 prompt_version: str = PROMPT_VERSION, max_concurrency: int = LLM_CONCURRENCY,
                  reasks: int = 1, retry_failures: bool = False,
                  request_params: dict | None = None) -> None:
         if max_concurrency < 1 or reasks < 0:

@@ -13,7 +13,7 @@ import importlib.util
 import re
 from typing import Any, Iterable, Sequence
 
-from ..normalize import normalize_name
+from ..lexical import normalize_name
 from ..records import Chunk, Extraction, Segment
 from .base import Progress
 

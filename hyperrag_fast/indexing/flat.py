@@ -15,8 +15,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..config import DEFAULT_MERGE
 from ..chunking import chunk_passage
-from ..normalize import normalize_name
+from ..lexical import normalize_name
 from ..records import Chunk, Extraction
 
 GroupOf = Callable[[str], str]
@@ -101,7 +102,7 @@ class FlatAssembler:
     ``groups`` may be seeded with an existing index's keys (``add``).
     """
 
-    def __init__(self, merge: str = "semi", group_of: GroupOf | None = None,
+    def __init__(self, merge: str = DEFAULT_MERGE, group_of: GroupOf | None = None,
                  groups: Sequence[str] = ()) -> None:
         if merge not in ("semi", "none"):
             raise ValueError(f"the streaming build handles merge 'semi' and 'none', not {merge!r}")

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..config import MERGES
+from ..config import DEFAULT_MERGE, MERGES
 from ..hypergraph import Hypergraph
 from ..kernels.build import build_arrays
 from ..records import Extraction
@@ -58,7 +58,7 @@ def _check_range(name: str, a: np.ndarray, n: int) -> None:
 
 def build_hypergraph(
     extractions: Sequence[Extraction],
-    merge: str = "semi",
+    merge: str = DEFAULT_MERGE,
     group_of: Callable[[str], str] | None = None,
 ) -> Hypergraph:
     """Hypergraph of chunks ``0..len(extractions)-1`` in preprocessing order.

@@ -3,16 +3,14 @@ embeddings written to disk as they arrive (docs/architecture.md §10).
 
 Documents are cut into partitions of ``BuildOptions.partition_docs``; each partition is
 chunked and extracted, its records appended to a :class:`FlatAssembler`, and its new
-distinct texts handed to an embedding thread (ONNX releases the GIL, so the next
-partition's extraction overlaps this one's embedding). With ``workers`` or
+distinct texts embedded and appended to the vector table. (Embedding on a thread while the
+next partition is extracted bought nothing on 2 cores and was removed, issue 22.) With ``workers`` or
 ``scheduler`` set, chunking, extraction and embedding of each partition run as Dask
 tasks instead (``indexing.distributed``) and this process only assembles.
 """
 from __future__ import annotations
 
-import queue
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
@@ -110,53 +108,24 @@ def partitions(source: Any, max_tokens: int, overlap: int, size: int,
 
 
 # --------------------------------------------------------------------- the embedder
-class _EmbedThread:
-    """Embeds queued text lists in order and appends them to the table (one thread)."""
+class _Embedder:
+    """Embeds text lists in order and appends them to the table."""
 
     def __init__(self, embedder: Embedder, table: TextVectors, clock: StageClock,
-                 bar: Any, threaded: bool) -> None:
+                 bar: Any) -> None:
         self.embedder, self.table, self.clock, self.bar = embedder, table, clock, bar
-        self.error: BaseException | None = None
-        self._q: queue.Queue = queue.Queue(maxsize=2)
-        self._t = threading.Thread(target=self._run, name="hyperrag-embed", daemon=True) \
-            if threaded else None
-        if self._t is not None:
-            self._t.start()
 
-    def _embed(self, texts: list[str]) -> None:
+    def put(self, texts: list[str]) -> None:
+        if not texts:
+            return
         with self.clock.stage("embed"):
             vecs = embed_checked(self.embedder, texts)
         self.table.append(vecs)
         self.clock.count("texts_embedded", len(texts))
         self.bar.update(len(texts))
 
-    def _run(self) -> None:
-        while True:
-            texts = self._q.get()
-            if texts is None:
-                return
-            if self.error is None:
-                try:
-                    self._embed(texts)
-                except BaseException as e:  # noqa: BLE001 - re-raised by the builder
-                    self.error = e
-
-    def put(self, texts: list[str]) -> None:
-        if self.error is not None:
-            raise self.error
-        if not texts:
-            return
-        if self._t is None:
-            self._embed(texts)
-        else:
-            self._q.put(texts)
-
     def close(self) -> None:
-        if self._t is not None:
-            self._q.put(None)
-            self._t.join()
-        if self.error is not None:
-            raise self.error
+        pass
 
 
 # ------------------------------------------------------------------------ the build
@@ -196,8 +165,7 @@ def stream_build(source: Any, extractor: Extractor, embedder: Embedder, *, merge
     n_docs = sum(len(p) for p in parts)
     xbar = tqdm(total=n_docs, desc="extract", unit="doc", disable=not progress, file=sys.stderr)
     ebar = tqdm(desc="embed", unit="text", disable=not progress, file=sys.stderr)
-    emb = _EmbedThread(embedder, table, clock, ebar, threaded=options.pipeline
-                       and not options.distributed)
+    emb = _Embedder(embedder, table, clock, ebar)
     t_loop = time.perf_counter()
     try:
         for n_part, p_chunks, p_exts, p_vecs in _partition_results(

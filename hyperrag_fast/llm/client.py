@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
+from ..config import LLM_CONCURRENCY, LLM_TIMEOUT_S
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -132,7 +134,7 @@ def call_with_retry(fn: Callable[[], T], policy: RetryPolicy, what: str = "reque
     raise AssertionError("unreachable")
 
 
-def run_bounded(fn: Callable[[T], R], items: Sequence[T], max_concurrency: int = 8,
+def run_bounded(fn: Callable[[T], R], items: Sequence[T], max_concurrency: int = LLM_CONCURRENCY,
                 progress: Progress | None = None) -> list[R | Exception]:
     """``fn`` over ``items`` on at most ``max_concurrency`` threads, in input order.
 
@@ -191,14 +193,17 @@ def make_openai(base_url: str | None, api_key: str, timeout: float) -> Any:
 
 
 class ChatClient:
-    """Chat completions with retries, a per-request timeout and bounded concurrency."""
+    """Chat completions with retries, a per-request timeout and bounded concurrency.
+    ``sleep`` waits between attempts (the clock: tests pass one that records the delays)."""
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, timeout: float = 120.0,
-                 retry: RetryPolicy | None = None, **default_params: Any) -> None:
+                 api_key: str | None = None, timeout: float = LLM_TIMEOUT_S,
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+                 **default_params: Any) -> None:
         self.base_url, api_key, self.model = resolve_settings(base_url, api_key, model)
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self.sleep = sleep
         self.default_params = default_params
         self._client = make_openai(self.base_url, api_key, timeout)
 
@@ -212,9 +217,9 @@ class ChatClient:
         kw = {**self.default_params, **params}
         stream = bool(kw.pop("stream", False))
         return call_with_retry(lambda: self._once(list(messages), stream, kw), self.retry,
-                               what=f"chat completion ({self.model})")
+                               what=f"chat completion ({self.model})", sleep=self.sleep)
 
-    def complete_many(self, messages_list: Sequence[Sequence[dict]], max_concurrency: int = 8,
+    def complete_many(self, messages_list: Sequence[Sequence[dict]], max_concurrency: int = LLM_CONCURRENCY,
                       progress: Progress | None = None,
                       **params: Any) -> list[ChatResult | Exception]:
         """``complete`` for each message list, in order; a failed item holds its exception."""

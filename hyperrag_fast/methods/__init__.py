@@ -9,7 +9,7 @@ and what the build step made (:mod:`hyperrag_fast.prebuilt`).
 from __future__ import annotations
 
 from ..ann import VectorIndex
-from ..config import AnnParams
+from ..config import DEFAULT_MERGE, AnnParams
 from ..engine import StitchEngine
 from ..lexical import BM25, GroupLookup, TitleLookup
 from ..texts import chunk_titles
@@ -38,7 +38,7 @@ def get_method(name: str) -> Method:
     return fn
 
 
-def needs(name: str, index_merge: str = "semi") -> tuple[str, ...]:
+def needs(name: str, index_merge: str = DEFAULT_MERGE) -> tuple[str, ...]:
     """The prebuilt structures (``hyperrag_fast.prebuilt.STRUCTURES``) method ``name`` reads."""
     get_method(name)
     return stitch.needs(name, index_merge) + coda.needs(name)

@@ -8,7 +8,7 @@ query. docs/architecture.md §1.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -42,8 +42,7 @@ class QueryState:
     ``engines`` / ``node_search`` / ``lookups`` are keyed by :data:`OWN` or a prebuilt
     structure name (``merge_full``, ``merge_none``, ``consolidated``); ``bm25`` is None
     when the chunks have no indexable term; ``coda`` is the bound CODA retriever (or None);
-    ``ner`` is filled by the first ``seeds="ner"`` query (a spaCy model, not an index
-    structure); ``embedder`` embeds question phrases (``HybridOptions.phrase_sim``)."""
+    ``embedder``: the retriever's query embedder."""
 
     index: Any
     engine: StitchEngine
@@ -52,7 +51,6 @@ class QueryState:
     lookups: dict[str, GroupLookup]
     bm25: BM25 | None
     coda: Any = None
-    ner: list = field(default_factory=list)
     embedder: Any = None
 
 

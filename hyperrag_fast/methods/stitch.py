@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from ..config import PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
-from ..lexical import normalize_name, question_groups, question_phrases, spacy_entity_texts
+from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
 
 
@@ -22,17 +22,9 @@ def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def _ner(state: QueryState):
-    """The question NER function (spaCy, loaded by the first ``seeds="ner"`` query)."""
-    if not state.ner:
-        from ..extract.offline import OfflineExtractor
-        state.ner.append(spacy_entity_texts(OfflineExtractor().nlp))
-    return state.ner[0]
-
-
 def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOptions,
                hybrid: HybridOptions, o: QueryOptions, detail: bool, key: str = OWN,
-               method: str = "stitch") -> MethodOutput:
+               method: str = DEFAULT_METHOD) -> MethodOutput:
     """Candidates, then Alg. 1 lines 2-31 on the engine ``key`` (the index's own graph or
     a prebuilt one). No hyperedge candidates E0 are searched: Alg. 1 reads S(e) only for
     hyperedges of activated or bridged states, which the kernel scores on demand."""
@@ -58,13 +50,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     named, share = np.empty(0, np.int64), np.empty(0)
     if hybrid.seeds != "none":
         lk = state.lookups[key]
-        groups = question_groups(text, lk, hybrid.seeds, _ner(state) if "ner" in hybrid.seeds else None,
-                                 hybrid.seed_skip_labels, hybrid.ngram_min_words,
-                                 hybrid.rare_words_max_group, hybrid.title_words,
-                                 hybrid.near_matches)
+        groups = question_groups(text, lk, hybrid.seeds, hybrid.ngram_min_words, hybrid.title_words)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
-    if hybrid.phrase_sim > 0:
-        seeds = np.union1d(seeds, phrase_seeds(state, key, text, hybrid))
     if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
             text, hybrid.ngram_min_words), hybrid.title_top)
@@ -156,28 +143,6 @@ def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
     s = X @ w[1:] + w[0]
     order = np.argsort(-s, kind="stable")[:top_k]
     return cq[order].astype(np.int64), s[order]
-
-
-#: entity states searched per embedded question phrase (``HybridOptions.phrase_sim``)
-PHRASE_K = 3
-
-
-def phrase_seeds(state: QueryState, key: str, text: str, hybrid: HybridOptions) -> np.ndarray:
-    """States of the groups whose states match a question phrase by embedding: the
-    phrases (``lexical.question_phrases``) that name no group exactly are embedded in one
-    call; each one's ``PHRASE_K`` nearest states with cosine >= ``hybrid.phrase_sim`` name
-    the groups, seeded as :meth:`GroupLookup.seed_nodes` does."""
-    if state.embedder is None:
-        raise ValueError("phrase_sim needs the query state's embedder (Retriever passes it)")
-    lk = state.lookups[key]
-    phrases = [p for p in question_phrases(text) if not lk.groups_of_keys([normalize_name(p)])]
-    if not phrases:
-        return np.empty(0, np.int64)
-    ids, sims = state.node_search[key].search(np.asarray(state.embedder.embed(phrases), np.float32),
-                                              PHRASE_K)
-    nodes = ids[sims >= hybrid.phrase_sim]
-    groups = np.unique(state.engines[key].graph.node_group[nodes]).tolist()
-    return lk.seed_nodes(groups, hybrid.seed_max_group)
 
 
 def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
@@ -284,8 +249,8 @@ def binary_ppr(state, q, text, o: QueryOptions, detail):
     (STITCH-RAG §2, Table 2)."""
     h = o.hybrid
     s = StitchOptions.paper(top_k=o.stitch.top_k, spatial=False, temporal=False, prior="binary")
-    hy = HybridOptions(seeds=h.seeds if h.seeds != "none" else "ngram", seed_max_group=h.seed_max_group,
-                       ngram_min_words=h.ngram_min_words, seed_skip_labels=h.seed_skip_labels)
+    hy = HybridOptions.paper(seeds="ngram", seed_max_group=h.seed_max_group,
+                             ngram_min_words=h.ngram_min_words)
     return run_stitch(state, q, text, s, hy, o, detail, method="binary_ppr")
 
 

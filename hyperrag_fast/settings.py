@@ -1,0 +1,175 @@
+"""Settings outside one query's options: how an index is chunked and built
+(:class:`BuildOptions`), the ANN parameters (:class:`AnnParams`), CODA's options
+(:class:`CodaOptions`, CodaRAG §3.3-3.4) and the run-time defaults of LLM and embedding
+calls. Part of :mod:`hyperrag_fast.config`, which re-exports every name here (read them
+from there); kept apart only to keep both files small. A leaf: no package imports.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BACKENDS = ("auto", "exact", "usearch")
+#: usearch HNSW vector storage; the graph's own copy of the vectors only steers the walk
+#: (hits are rescored with the exact float32 matrix), so half precision halves its memory.
+ANN_STORAGES = ("f16", "f32")
+#: chunk (passage) vectors: "text" embeds the passage, "pooled" averages its sentences'
+#: vectors and its title's (docs/architecture.md §10)
+CHUNK_VECTORS = ("text", "pooled")
+DEFAULT_CHUNK_VECTORS = "text"
+#: default size below which exact search is used (see ``hyperrag_fast.ann``).
+EXACT_THRESHOLD = 10_000
+
+#: chunking and merging of a new index (``HyperIndex.build``, ``hyperrag index``)
+MERGES = ("semi", "full", "none")
+DEFAULT_MERGE = "semi"
+DEFAULT_MAX_TOKENS = 256
+DEFAULT_OVERLAP = 0
+#: LLM calls (extraction, answers, CODA's LLM steps): seconds per request, requests in flight
+LLM_TIMEOUT_S = 120.0
+LLM_CONCURRENCY = 8
+#: answer generation and judging in the evaluation: requests in flight
+EVAL_LLM_CONCURRENCY = 4
+#: requests to an OpenAI-compatible embedding endpoint: seconds each
+EMBED_TIMEOUT_S = 60.0
+#: how long a writer waits for another writer of the index (0: refuse at once; < 0: forever)
+LOCK_TIMEOUT_S = 0.0
+
+
+def _one_of(name: str, value: str, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    """usearch HNSW parameters (docs/architecture.md §8) and the exact/approximate switch.
+
+    ``backend``: "auto" (exact below ``exact_threshold`` rows, else usearch),
+    "exact" or "usearch". ``expansion_search`` was tuned so recall@50 against exact
+    search stays >= 0.98 on the 2Wiki dev data (tests/test_ann.py): 64 gave 0.964,
+    128 gave 0.993 (usearch never searches narrower than k).
+    """
+
+    backend: str = "auto"
+    exact_threshold: int = EXACT_THRESHOLD
+    connectivity: int = 16
+    expansion_add: int = 128
+    expansion_search: int = 128
+    threads: int = 0  # usearch build/search threads; 0 = all cores
+    storage: str = "f16"  # HNSW vector storage (ANN_STORAGES); an index saved without it: f32
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.storage not in ANN_STORAGES:
+            raise ValueError(f"storage must be one of {ANN_STORAGES}, got {self.storage!r}")
+        for name in ("connectivity", "expansion_add", "expansion_search"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.exact_threshold < 0 or self.threads < 0:
+            raise ValueError("exact_threshold and threads must be >= 0")
+
+    def use_usearch(self, n: int) -> bool:
+        if self.backend == "auto":
+            return n >= self.exact_threshold
+        return self.backend == "usearch"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a build runs and, through ``chunk_vectors`` alone, what it computes.
+
+    ``chunk_vectors``: "text" (embed each passage, ``title + "\\n" + text``) or "pooled"
+    (the L2-normalised mean of the L2-normalised vectors of the chunk's topic sentences
+    and its title, docs/architecture.md §10); ``None`` = "text" for a new index and the
+    index's own representation for ``add`` (it is in the manifest). ``partition_docs``:
+    documents per partition (memory is bounded by a partition's texts and vectors);
+    ``workers``: run partitions on a local Dask cluster of that many single-threaded
+    workers; ``scheduler``: the address of an existing Dask scheduler instead.
+    """
+
+    partition_docs: int = 512
+    workers: int = 0
+    scheduler: str | None = None
+    threads_per_worker: int = 1
+    chunk_vectors: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.chunk_vectors is not None:
+            _one_of("chunk_vectors", self.chunk_vectors, CHUNK_VECTORS)
+        if self.partition_docs < 1:
+            raise ValueError(f"partition_docs must be >= 1, got {self.partition_docs}")
+        if self.workers < 0 or self.threads_per_worker < 1:
+            raise ValueError("workers must be >= 0 and threads_per_worker >= 1")
+        if self.workers and self.scheduler:
+            raise ValueError("give either workers (a local cluster) or scheduler, not both")
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.workers or self.scheduler)
+
+
+#: CODA alignment modes and elimination calibrations (coda/retrieve.py, docs/architecture.md §7)
+CODA_ALIGNS = ("count", "relevance")
+CODA_CALIBRATIONS = ("raw", "zscore")
+
+
+@dataclass(frozen=True)
+class CodaOptions:
+    """Switches (one per pathway, for the ablations of CodaRAG Table 2) and knobs."""
+
+    semantic: bool = True
+    contextual: bool = True
+    functional: bool = True
+    elimination: bool = True
+    k_entry: int = 10
+    k_entry_relations: int = 10
+    alpha: float = 0.5
+    beta: float = 0.4
+    tau: float = 0.35
+    ppr_d: float = 0.85
+    ppr_tol: float = 1e-6
+    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
+    k_context: int = 10
+    k_functional: int = 10
+    elim_keep_frac: float = 0.5
+    elim_min_sim: float = -1.0
+    fill_dense: bool = True
+    align: str = "relevance"
+    elim_calibration: str = "zscore"
+    elim_min_z: float = 1.0
+    dense_weight: float = 1.0
+    lexical_weight: float = 0.3
+    graph_weight: float = 0.01
+    dense_pool: int = 20
+    align_items: str = "relations"
+    align_pool: str = "max"
+    dedup_sim: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.align not in CODA_ALIGNS:
+            raise ValueError(f"align must be one of {CODA_ALIGNS}, got {self.align!r}")
+        if self.elim_calibration not in CODA_CALIBRATIONS:
+            raise ValueError(f"elim_calibration must be one of {CODA_CALIBRATIONS}, "
+                             f"got {self.elim_calibration!r}")
+        if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
+            raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
+        if min(self.dense_weight, self.lexical_weight, self.graph_weight) < 0 or self.dense_pool < 0:
+            raise ValueError("dense_weight, lexical_weight, graph_weight and dense_pool must be >= 0")
+        for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if not 0.0 <= self.ppr_d < 1.0:
+            raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
+        if not 0.0 <= self.elim_keep_frac <= 1.0:
+            raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
+        if self.ppr_solver not in ("push", "power"):
+            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
+
+
+
+#: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
+#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
+#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
+CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")

@@ -1,0 +1,93 @@
+"""One source of every default (docs/architecture.md §6): a bare options object is the
+library default, the paper's values only by name, and no package file outside
+``config.py`` / ``settings.py`` spells a literal default for an option they define."""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from hyperrag_fast import config
+
+PKG = Path(__file__).resolve().parents[1] / "hyperrag_fast"
+#: parameter / CLI option names whose default config.py (or settings.py) defines
+CONFIG_OPTIONS = {"merge", "index_merge", "max_tokens", "overlap", "timeout", "lock_timeout",
+                  "concurrency", "max_concurrency", "top_k", "k_nodes", "k_chunks", "method",
+                  "embedder", "chunk_vectors", "partition_docs", "workers", "scheduler"}
+HOMES = {"config.py", "settings.py"}
+#: the service's own settings (request timeout, worker threads) live in serve/options.py
+OWN_SETTINGS = ("serve", "cli_serve.py")
+
+
+def _literal(node: ast.AST | None) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and node.value is not None and not isinstance(node.value, bool)
+
+
+def _literal_defaults(tree: ast.AST):
+    """(line, option name) of every literal default in function signatures and in
+    ``add_argument(..., default=...)`` calls."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            for arg, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+                yield d.lineno, arg.arg, d
+            for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+                if d is not None:
+                    yield d.lineno, arg.arg, d
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "add_argument"):
+            flags = [x.value for x in node.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+            name = next((f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")),
+                        flags[0] if flags else "")
+            for kw in node.keywords:
+                if kw.arg == "default":
+                    yield kw.value.lineno, name, kw.value
+
+
+def test_no_literal_default_outside_config():
+    found = []
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG).parts
+        if p.name in HOMES and p.parent == PKG or rel[0] == "kernels" or rel[0] in OWN_SETTINGS:
+            continue
+        for line, name, d in _literal_defaults(ast.parse(p.read_text(encoding="utf-8"))):
+            if name in CONFIG_OPTIONS and _literal(d):
+                found.append(f"{p.relative_to(PKG)}:{line} {name}={ast.unparse(d)}")
+    assert not found, "literal defaults outside config.py (read them from there):\n" + "\n".join(found)
+
+
+def test_the_checker_sees_a_literal_default():
+    tree = ast.parse("def f(a, merge='semi', *, top_k=8, timeout=X.Y): pass\n"
+                     "p.add_argument('--max-tokens', type=int, default=256)\n")
+    got = {(n, _literal(d)) for _, n, d in _literal_defaults(tree)}
+    assert got == {("merge", True), ("top_k", True), ("timeout", False), ("max_tokens", True)}
+
+
+def test_a_bare_options_object_is_the_library_default():
+    assert config.StitchOptions() == config.TUNED_STITCH == config.TUNED.stitch
+    assert config.HybridOptions() == config.TUNED_HYBRID == config.TUNED.hybrid
+    assert config.QueryOptions() == config.TUNED
+    # the former trap: changing one field keeps every other tuned value
+    o = config.QueryOptions(stitch=config.StitchOptions(top_k=5))
+    assert asdict(o.stitch) == {**asdict(config.TUNED_STITCH), "top_k": 5}
+    assert config.StitchOptions(top_k=5).delta == config.TUNED_STITCH.delta != 0.5
+
+
+def test_the_paper_only_by_name():
+    """STITCH-RAG §3.3 / Alg. 1 as published, spelled out here once more on purpose."""
+    p = config.StitchOptions.paper()
+    assert (p.delta, p.lam, p.damping, p.decay, p.alpha, p.group_weight, p.prior) == (
+        0.5, 0.3, 0.85, "tanh", "ratio", "log1p", "continuous")
+    assert (p.spatial, p.temporal, p.agg_divisor, p.ppr, p.tol, p.graph_weight) == (
+        True, True, 3.0, "power", 1e-6, "uniform")
+    assert p.temporal_max_group == p.graph_max_group == math.inf and p.temporal_from_space == 0.0
+    h = config.HybridOptions.paper()
+    assert (h.seeds, h.bm25_weight, h.k_bm25, h.title_words, h.title_chunks, h.hop_chunks,
+            h.hop_titles) == ("none", 0.0, 0, False, 0.0, 0, False)
+    assert config.PAPER.stitch == p and config.PAPER.hybrid == h and config.PAPER.method == "stitch_paper"
+    assert config.StitchOptions.paper(top_k=3) == config.StitchOptions(**{**asdict(p), "top_k": 3})
+    assert config.PAPER != config.TUNED
