@@ -88,12 +88,8 @@ def _gather_chunks(ptr, chunks, items, scores, out_c, out_s, k):
 
 
 @jit
-def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels, rel_score,
-                 n_chunks):
-    """Source chunks of the kept entities and relations (CodaRAG §3.4), ranked by how
-    many kept items occur in them (desc), ties by the best item score (desc), then by
-    chunk id. Returns (chunk ids, occurrence counts, best scores) in that order.
-    Work and memory are proportional to the kept items' chunk lists, not to ``n_chunks``."""
+def _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels, rel_score):
+    """(chunk, item score) pairs of every kept item and their stable order by chunk id."""
     n = 0
     for i in range(ents.shape[0]):
         n += ent_ptr[ents[i] + 1] - ent_ptr[ents[i]]
@@ -103,7 +99,19 @@ def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels
     ps = np.empty(n)
     k = _gather_chunks(ent_ptr, ent_chunks, ents, ent_score, pc, ps, 0)
     _gather_chunks(rel_ptr, rel_chunks, rels, rel_score, pc, ps, k)
-    o = np.argsort(pc, kind="mergesort")
+    return pc, ps, np.argsort(pc, kind="mergesort")
+
+
+@jit
+def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels, rel_score,
+                 n_chunks):
+    """Source chunks of the kept entities and relations (CodaRAG §3.4), ranked by how
+    many kept items occur in them (desc), ties by the best item score (desc), then by
+    chunk id. Returns (chunk ids, occurrence counts, best scores) in that order.
+    Work and memory are proportional to the kept items' chunk lists, not to ``n_chunks``."""
+    pc, ps, o = _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score,
+                               rels, rel_score)
+    n = pc.shape[0]
     ids_all = np.empty(n, dtype=np.int64)
     count_all = np.zeros(n, dtype=np.int64)
     best_all = np.full(n, -np.inf)
@@ -133,16 +141,8 @@ def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels,
     """Relevance alignment (ours, docs/architecture.md §7): every source chunk of the
     kept items with the sum of their weights. Returns (chunk ids ascending, summed
     weights). Work and memory are proportional to the items' chunk lists."""
-    n = 0
-    for i in range(ents.shape[0]):
-        n += ent_ptr[ents[i] + 1] - ent_ptr[ents[i]]
-    for i in range(rels.shape[0]):
-        n += rel_ptr[rels[i] + 1] - rel_ptr[rels[i]]
-    pc = np.empty(n, dtype=np.int64)
-    ps = np.empty(n)
-    k = _gather_chunks(ent_ptr, ent_chunks, ents, ent_w, pc, ps, 0)
-    _gather_chunks(rel_ptr, rel_chunks, rels, rel_w, pc, ps, k)
-    o = np.argsort(pc, kind="mergesort")
+    pc, ps, o = _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w)
+    n = pc.shape[0]
     ids = np.empty(n, dtype=np.int64)
     tot = np.zeros(n)
     nz = -1
