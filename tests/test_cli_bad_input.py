@@ -254,11 +254,18 @@ def _corpus(path: Path, n: int) -> Path:
     return path
 
 
+def _default_sigint() -> None:
+    """A child started from a non-interactive background job inherits SIGINT ignored, and
+    Python then never raises KeyboardInterrupt: give the child the default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_exits_130_with_one_line(tmp_path):
     src = _corpus(tmp_path / "big.jsonl", 30_000)
     target = tmp_path / "ix"
     p = subprocess.Popen([sys.executable, "-m", "hyperrag_fast.cli", "index", str(src),
-                          str(target), *FAST], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          str(target), *FAST], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=_default_sigint)
     deadline = time.monotonic() + 240
     while not any(target.glob(".hyperrag-build-*")):  # inside the build
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()

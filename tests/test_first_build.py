@@ -35,6 +35,12 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
+def _default_sigint() -> None:
+    """A child started from a non-interactive background job inherits SIGINT ignored (and
+    Python then never raises KeyboardInterrupt): give it the default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _index(ix: Path, source: Path = EXAMPLES, env: dict | None = None,
            wait: bool = True, kill_at: str | None = None):
     run = [sys.executable, "-m", "hyperrag_fast.cli"] if kill_at is None else [
@@ -42,7 +48,8 @@ def _index(ix: Path, source: Path = EXAMPLES, env: dict | None = None,
     cmd = [*run, "index", str(source), str(ix),
            "--extractor", "regex", "--embedder", "hashing", "--max-tokens", "64", "--quiet"]
     p = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=ix.parent)
+                         stderr=subprocess.PIPE, text=True, cwd=ix.parent,
+                         preexec_fn=_default_sigint)
     if not wait:
         return p
     out, err = p.communicate(timeout=300)
