@@ -119,8 +119,12 @@ class IndexReader:
         graph = Hypergraph(m["merge"], len(s.chunks), **{k: s.arrays[k] for k in ARRAY_FIELDS},
                            node_name=s.node_name, node_desc=s.node_desc,
                            edge_text=s.edge_text, group_key=s.group_key)
-        saved = {"storage": "f32", **{k: v for k, v in m["ann"].items() if k != "backends"}}
-        params = ann_params or AnnParams(**saved)
+        try:
+            saved = {"storage": "f32", **{k: v for k, v in m["ann"].items() if k != "backends"}}
+            params = ann_params or AnnParams(**saved)
+        except (KeyError, AttributeError, TypeError, ValueError):
+            raise IndexCorruptedError(f"{gen / 'manifest.json'}: its 'ann' settings are "
+                                      f"invalid; the index is corrupted") from None
         a = s.arrays
 
         def distinct(k):

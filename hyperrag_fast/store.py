@@ -120,6 +120,9 @@ def generation_dir(path: str | os.PathLike) -> Path:
     name = current_generation(root)
     if name is None:
         return root
+    if not (root / name).is_dir():
+        raise IndexCorruptedError(f"{root / CURRENT}: names a generation that does not exist; "
+                                  f"the index is corrupted, rebuild or restore it")
     if is_link(root / name):
         raise IndexCorruptedError(f"{root / name}: the live generation is a symbolic link; "
                                   f"refusing to read outside the index folder")
@@ -223,8 +226,8 @@ def _read_files(root: Path, manifest: dict[str, Any], mmap: bool, finite: bool) 
     check_structure(manifest, arrays, vectors, root, finite)  # before compiled code reads them
     try:
         texts = read_texts(root / TEXTS)
-    except (sqlite3.Error, KeyError, ValueError) as e:
-        raise IndexCorruptedError(f"{root / TEXTS}: unreadable ({e})") from None
+    except (sqlite3.Error, KeyError, ValueError) as e:  # its message may quote the file
+        raise IndexCorruptedError(f"{root / TEXTS}: unreadable ({type(e).__name__})") from None
     ann = {k: root / v for k, v in manifest.get("ann_files", {}).items()}
     try:
         lexical = json.loads((root / LEXICAL).read_text(encoding="utf-8"))

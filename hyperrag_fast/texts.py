@@ -54,7 +54,8 @@ class LazyRows(Sequence):
         self._lock = threading.Lock()
 
     def _fail(self, e: Exception):
-        raise IndexCorruptedError(f"{TEXTS}: unreadable ({e})") from None
+        raise IndexCorruptedError(f"{TEXTS}: unreadable ({type(e).__name__}; a text in it "
+                                  f"is not valid)") from None  # never quote the text
 
     def _all(self) -> list:
         if self._rows is None:

@@ -85,6 +85,10 @@ class CodaGraph:
     def n_relations(self) -> int:
         return int(self.rel_src.shape[0])
 
+    def entity_chunks(self, e: int) -> np.ndarray:
+        """The chunks entity ``e`` occurs in (benchmarks/coda_diagnose.py, tests)."""
+        return self.ent_chunks[self.ent_chunk_ptr[e]:self.ent_chunk_ptr[e + 1]]
+
     def relation_text(self, r: int) -> str:
         return f"{self.ent_name[self.rel_src[r]]} -- {self.ent_name[self.rel_tgt[r]]}: {self.rel_desc[r]}"
 
