@@ -54,7 +54,7 @@ def diagnose(r, g, qv, qs, golds, passages, o: CodaOptions, k: int = 8) -> dict:
         zs = (es - es.mean()) / max(es.std(), 1e-12)
         for c in res.chunk_ids.tolist():
             n_top += 1
-            ins = [e for e in ke if c in set(g.entity_chunks(e).tolist())]
+            ins = [e for e in ke if c in set(g.ent_chunks[g.ent_chunk_ptr[e]:g.ent_chunk_ptr[e + 1]].tolist())]
             insr = [x for x in kr if c in set(g.rel_chunks[g.rel_chunk_ptr[x]:g.rel_chunk_ptr[x + 1]].tolist())]
             paths = {epath[e] for e in ins} | {rpath[x] for x in insr}
             src = next((p for p in PATHS if p in paths), "dense fill")
@@ -63,7 +63,7 @@ def diagnose(r, g, qv, qs, golds, passages, o: CodaOptions, k: int = 8) -> dict:
             gold_brought[src] += is_gold
             for e in ins:
                 z_kept["gold" if is_gold else "not_gold"].append(float(zs[e]))
-            if ins and max(len(g.entity_chunks(e)) for e in ins) > HUB and not is_gold:
+            if ins and max(len(g.ent_chunks[g.ent_chunk_ptr[e]:g.ent_chunk_ptr[e + 1]]) for e in ins) > HUB and not is_gold:
                 hub_top += 1
     return {"top_chunks_by_source": dict(brought),
             "gold_precision_by_source": {s: gold_brought[s] / brought[s] for s in brought},

@@ -386,7 +386,7 @@ def test_zscore_elimination_and_relevance_alignment():
     rz = (rz_all - rz_all.mean()) / rz_all.std() if g.n_relations > 1 else np.zeros(g.n_relations)
     want: dict[int, float] = {}
     for e in kept:
-        ch = g.entity_chunks(e).tolist()
+        ch = g.ent_chunks[g.ent_chunk_ptr[e]:g.ent_chunk_ptr[e + 1]].tolist()
         for c in ch:
             want[c] = want.get(c, 0.0) + o.graph_weight * max(0.0, z[e]) / (1 + np.log(len(ch)))
     for rr in r.detail["kept_relations"].tolist():
