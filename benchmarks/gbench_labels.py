@@ -25,10 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hyperrag_fast.eval.coverage import cohen_kappa, evidence_coverage  # noqa: E402
+from hyperrag_fast.eval.coverage import (THRESHOLD, THRESHOLD_V1, WINDOW, cohen_kappa,  # noqa: E402
+                                         evidence_coverage)
 from hyperrag_fast.eval.gbench import QTYPES, load_graphrag_bench  # noqa: E402
 
 LABELS = ROOT / "benchmarks" / "graphrag_bench_labels" / "labels.jsonl"
+HELDOUT = ROOT / "benchmarks" / "graphrag_bench_labels" / "labels_heldout.jsonl"
 RESULT = ROOT / "benchmarks" / "results" / "gbench_metric_validation.json"
 
 
@@ -42,6 +44,10 @@ def sample(a) -> None:
     out = Path(a.out)
     pairs = ([json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
              if a.append else [])
+    used = set()
+    for f in a.exclude or ():
+        used |= {json.loads(x)["qid"] for x in Path(f).read_text(encoding="utf-8").splitlines()}
+    shift = a.first_pair - len(pairs) if a.first_pair is not None else 0
     for subset in a.subsets.split(","):
         docs, _ = _docs(subset, a.data_dir)
         rows: dict[str, dict] = {}
@@ -52,7 +58,8 @@ def sample(a) -> None:
                 rows.setdefault(r["qid"], {"r": r, "ctx": {}})["ctx"][m] = r["passages"]
         by_type = defaultdict(list)
         for qid, v in rows.items():
-            by_type[v["r"]["type"]].append(qid)
+            if qid not in used:
+                by_type[v["r"]["type"]].append(qid)
         for t in QTYPES:
             for qid in rng.sample(sorted(by_type[t]), min(a.per_type, len(by_type[t]))):
                 r, ctx = rows[qid]["r"], rows[qid]["ctx"]
@@ -65,7 +72,7 @@ def sample(a) -> None:
                     if s < 0:
                         raise ValueError(f"passage of {qid} not found in its source")
                     spans.append([s, s + len(p)])
-                pairs.append({"pair": len(pairs), "subset": subset, "qid": qid, "type": t,
+                pairs.append({"pair": shift + len(pairs), "subset": subset, "qid": qid, "type": t,
                               "method": m, "k": a.k, "statement_index": si,
                               "statement": r["evidence"][si], "spans": spans})
     out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs),
@@ -97,33 +104,59 @@ def show(a) -> None:
         print()
 
 
-def score(a) -> None:
-    docs = _all_docs(a.data_dir)
-    rows = [json.loads(x) for x in LABELS.read_text(encoding="utf-8").splitlines()]
-    human, metric = [], []
+def agreement(rows: list[dict], docs, **metric) -> dict:
+    """Accuracy, Cohen's kappa and confusion of the metric (``metric`` = keyword
+    arguments of ``evidence_coverage``) against the labels of ``rows``."""
+    human, machine = [], []
     per = defaultdict(lambda: [[], []])
     for p in rows:
-        v = evidence_coverage([p["statement"]], _context(p, docs))[0].covered
+        v = evidence_coverage([p["statement"]], _context(p, docs), **metric)[0].covered
         human.append(bool(p["label"]))
-        metric.append(v)
+        machine.append(v)
         for key in (p["subset"], p["type"]):
             per[key][0].append(bool(p["label"]))
             per[key][1].append(v)
     n = len(rows)
-    out = {"n_labels": n, "accuracy": sum(h == m for h, m in zip(human, metric)) / n,
-           "kappa": cohen_kappa(human, metric),
-           "positive_rate_labels": sum(human) / n, "positive_rate_metric": sum(metric) / n,
-           "confusion": {"both_yes": sum(h and m for h, m in zip(human, metric)),
-                         "both_no": sum(not h and not m for h, m in zip(human, metric)),
-                         "label_yes_metric_no": sum(h and not m for h, m in zip(human, metric)),
-                         "label_no_metric_yes": sum(m and not h for h, m in zip(human, metric))},
-           "by_group": {k: {"n": len(h), "accuracy": sum(x == y for x, y in zip(h, m)) / len(h),
-                            "kappa": cohen_kappa(h, m) if len(set(h)) > 1 or len(set(m)) > 1
-                            else None} for k, (h, m) in sorted(per.items())},
-           "labels": str(LABELS.relative_to(ROOT)),
+    pairs = list(zip(human, machine))
+    return {"n_labels": n, "accuracy": sum(h == m for h, m in pairs) / n,
+            "kappa": cohen_kappa(human, machine),
+            "positive_rate_labels": sum(human) / n, "positive_rate_metric": sum(machine) / n,
+            "confusion": {"both_yes": sum(h and m for h, m in pairs),
+                          "both_no": sum(not h and not m for h, m in pairs),
+                          "label_yes_metric_no": sum(h and not m for h, m in pairs),
+                          "label_no_metric_yes": sum(m and not h for h, m in pairs)},
+            "by_group": {k: {"n": len(h), "accuracy": sum(x == y for x, y in zip(h, m)) / len(h),
+                             "kappa": cohen_kappa(h, m) if len(set(h)) > 1 or len(set(m)) > 1
+                             else None} for k, (h, m) in sorted(per.items())}}
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def score(a) -> None:
+    """Version 2 of the metric (the default) on the held-out labels is the headline (its
+    rule was chosen on the design labels); both versions on both label sets beside it."""
+    docs = _all_docs(a.data_dir)
+    design, held = _read(LABELS), _read(HELDOUT)
+    v1 = {"threshold": THRESHOLD_V1, "names": False}
+    head = agreement(held, docs)
+    out = {**{k: head[k] for k in ("n_labels", "accuracy", "kappa")},
+           "headline": "metric version 2 (the default of hyperrag_fast/eval/coverage.py) on "
+                       "the held-out labels, made after version 2 was fixed",
+           "metric": {"version": 2, "window_sentences": WINDOW, "threshold": THRESHOLD,
+                      "names_required": True},
+           "heldout_v2": head, "heldout_v1": agreement(held, docs, **v1),
+           "design_v2": agreement(design, docs), "design_v1": agreement(design, docs, **v1),
+           "all_v2": agreement(design + held, docs),
+           "labels": {"design": str(LABELS.relative_to(ROOT)),
+                      "heldout": str(HELDOUT.relative_to(ROOT))},
            "command": "python benchmarks/gbench_labels.py score"}
     RESULT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: out[k] for k in ("n_labels", "accuracy", "kappa", "confusion")}))
+    for k in ("design_v1", "design_v2", "heldout_v1", "heldout_v2", "all_v2"):
+        r = out[k]
+        print(f"{k:>11}: n {r['n_labels']} accuracy {r['accuracy']:.3f} kappa {r['kappa']:.3f} "
+              f"{r['confusion']}")
 
 
 def main() -> None:
@@ -139,6 +172,9 @@ def main() -> None:
     s.add_argument("--seed", type=int, default=23)
     s.add_argument("--subsets", default="medical,novel")
     s.add_argument("--append", action="store_true", help="add to the pairs already in --out")
+    s.add_argument("--exclude", action="append", help="pairs/labels file whose questions "
+                   "are not drawn again (repeatable)")
+    s.add_argument("--first-pair", type=int, default=None, help="number of the first new pair")
     s.set_defaults(func=sample)
     s = sub.add_parser("show")
     s.add_argument("pairs")

@@ -287,7 +287,7 @@ def test_methods_registered_and_run(index, tmp_path):
     names = ["coda", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
              "coda_no_elimination", "coda_paper", "coda_paper_no_semantic",
              "coda_paper_no_contextual", "coda_paper_no_functional",
-             "coda_paper_no_elimination", "stitch_consolidated"]
+             "coda_paper_no_elimination", "coda_base", "coda_paper_base", "stitch_consolidated"]
     assert set(names) <= set(METHODS)
     sys_ = build_coda(index, gate=0.3)
     assert sys_.table.groups() == [["google", "google inc"]]  # the one merge, nothing else
@@ -297,6 +297,12 @@ def test_methods_registered_and_run(index, tmp_path):
         res = r.retrieve("Where was the founder of Google born?",
                          QueryOptions(method=m).with_top_k(3), detail=True)
         assert 0 < len(res.chunks) <= 3, m
+    # Base: entry finding only, on the raw KG (the merged pair stays two entities)
+    b = r.state.coda
+    assert b.raw_retriever().g.n_entities == b.retriever.g.n_entities + 1
+    det = r.retrieve("Where was the founder of Google born?",
+                     QueryOptions(method="coda_base").with_top_k(3), detail=True).detail
+    assert set(det["entity_path"]) == {"entry"}
     # persistence: the table is applied at load, and an edited table changes the graph
     d = sys_.save(tmp_path / "coda")
     loaded = load_coda(d)
@@ -415,6 +421,37 @@ def test_zscore_elimination_and_relevance_alignment():
         CodaOptions(align="nope")
     with pytest.raises(ValueError):
         CodaOptions(elim_calibration="nope")
+
+
+def test_fact_weight_adds_the_best_sentence_and_dedup_skips_repeats():
+    g = _tiny()
+    q_text = "alpha thing"
+    q = EMB.embed([q_text])[0]
+    cv = np.asarray(EMB.embed(["alpha beta link", "beta gamma link", "delta epsilon. delta zeta",
+                               "alpha eta"]), np.float32)
+    sents = ["alpha beta link", "beta gamma link", "delta epsilon", "alpha thing indeed", "alpha eta"]
+    sv = np.asarray(EMB.embed(sents), np.float32)
+    sc = np.array([0, 1, 2, 2, 3], np.int64)  # sentence -> chunk
+    o = CodaOptions(k_entry=1, k_entry_relations=0, dense_pool=4, graph_weight=0.0,
+                    lexical_weight=0.0, fact_weight=0.7)
+    r = CodaRetriever(g, chunk_vec=cv, sent_vec=sv, sent_chunk=sc).retrieve(q, q_text, 4, o)
+    ss = sv @ q
+    best = [max(float(ss[i]) for i in range(5) if sc[i] == c) for c in range(4)]
+    want = {c: float(cv[c] @ q) + 0.7 * best[c] for c in range(4)}
+    assert r.chunk_ids.tolist() == sorted(want, key=lambda c: (-want[c], c))
+    np.testing.assert_allclose(r.scores, [want[c] for c in r.chunk_ids.tolist()], atol=1e-6)
+    # without sentence vectors the option cannot act: plain dense order
+    r0 = CodaRetriever(g, chunk_vec=cv).retrieve(q, q_text, 4, o)
+    assert r0.chunk_ids.tolist() == sorted(range(4), key=lambda c: (-float(cv[c] @ q), c))
+    # dedup: a chunk repeating a chosen one's text (cosine 1) is skipped
+    cv2 = np.concatenate([cv, cv[:1]])  # chunk 4 = chunk 0
+    r2 = CodaRetriever(g, chunk_vec=cv2).retrieve(q, q_text, 5, replace(o, dense_pool=5,
+                                                                        fact_weight=0.0,
+                                                                        dedup_sim=0.99))
+    ids = r2.chunk_ids.tolist()
+    assert not ({0, 4} <= set(ids)) and len(ids) == 4
+    with pytest.raises(ValueError):
+        CodaOptions(fact_weight=-1.0)
 
 
 def test_alias_discovery_merges_abbreviations():

@@ -63,13 +63,29 @@ def test_coverage_window_and_threshold():
     ctx = ["Roe met the mayor. Roe sailed far. The harbour held ships. Unrelated text here.",
            "Nothing about it."]
     got = C.evidence_coverage(["Roe sailed to the harbour with ships.", "Mayor of Paris spoke"],
-                              ctx, threshold=0.7, window=2)
+                              ctx, threshold=0.7, window=2, names=False)
     assert got[0].covered and got[0].share == 1.0
     assert not got[1].covered and got[1].share == pytest.approx(1 / 3)
     # window 1: no single sentence holds 'sailed' and 'harbour'
     one = C.evidence_coverage(["Roe sailed to the harbour with ships."], ctx, window=1)[0]
     assert not one.covered and one.share == pytest.approx(2 / 4)
     assert not C.evidence_coverage(["Roe sailed"], [])[0].covered
+
+
+def test_coverage_names_rule_and_version_1():
+    ctx = ["Housel Bay lies near the Lizard. The cove is small."]
+    # 'cove', 'near', 'lizard' present; the name 'Housel' is not in the statement's window
+    st = "The Kynance Cove is near the Lizard."  # the first token is never a name
+    v2 = C.evidence_coverage([st], ctx)[0]
+    assert not v2.covered and v2.share == 0.0  # no window holds the name 'Kynance'
+    v1 = C.evidence_coverage([st], ctx, threshold=C.THRESHOLD_V1, names=False)[0]
+    assert v1.share == pytest.approx(3 / 4) and v1.covered
+    assert C.name_words("The MSI-H tumour met Roe in 1850 and roe") == {"msi", "roe", "1850"}
+    # a paraphrase verb missing: 3 of 5 content words = 0.6, covered by v2, not by v1
+    st2 = "Tintagel castle is located within Cornwall."
+    ctx2 = ["Tintagel castle stands in Cornwall."]
+    assert C.evidence_coverage([st2], ctx2)[0].covered
+    assert not C.evidence_coverage([st2], ctx2, threshold=C.THRESHOLD_V1, names=False)[0].covered
 
 
 def test_cohen_kappa_known_values():

@@ -30,6 +30,10 @@ lexical_weight * bm25 / max bm25 + graph_weight * sum of w(x)`` over the kept it
 in it, ``w(x) = max(0, z(x)) / (1 + ln |chunks(x)|)``: an association counts as much as
 the question's relevance to the item, and a hub item spread over many chunks little.
 Candidates: the kept items' chunks and the ``dense_pool`` nearest chunks.
+``fact_weight`` adds ``fact_weight * max sim(q, s)`` over the chunk's sentences ``s``
+(the index's sentence vectors: a chunk vector of a 1,200-character passage is cut at the
+embedder's window, a sentence is not). ``dedup_sim``: a candidate whose cosine with a
+chosen chunk exceeds it is skipped (the same text repeated in a corpus).
 """
 from __future__ import annotations
 
@@ -115,13 +119,17 @@ _EMPTY = np.zeros(0, np.int64)
 
 class CodaRetriever:
     """Query-time CODA over one :class:`CodaGraph`. ``embedder`` is needed only for LLM
-    keywords; ``chunk_vec`` only for ``fill_dense``. Read-only, thread-safe."""
+    keywords; ``chunk_vec`` for ``fill_dense`` and the relevance alignment;
+    ``sent_vec``/``sent_chunk`` (sentence vectors and their chunk) for ``fact_weight``.
+    Read-only, thread-safe."""
 
     def __init__(self, graph: CodaGraph, embedder: Embedder | None = None,
                  keywords: KeywordExtractor | None = None,
                  eliminator: InterferenceFilter | None = None,
-                 chunk_vec: np.ndarray | None = None) -> None:
+                 chunk_vec: np.ndarray | None = None, sent_vec: np.ndarray | None = None,
+                 sent_chunk: np.ndarray | None = None) -> None:
         self.g = graph
+        self.sent_vec, self.sent_chunk = sent_vec, sent_chunk
         self.embedder = embedder
         self.keywords = keywords
         self.eliminator = eliminator
@@ -268,6 +276,10 @@ class CodaRetriever:
                 pos = {int(c): i for i, c in enumerate(ids)}
                 for c, v in zip(lid, ls):
                     score[pos[int(c)]] += o.lexical_weight * v
+        if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
+            best = np.full(g.n_chunks, -1.0)
+            np.maximum.at(best, self.sent_chunk, (self.sent_vec @ q).astype(np.float64))
+            score = score + o.fact_weight * best[ids]
         o_ = np.lexsort((ids, -score))
         if o.dedup_sim > 0 and self.chunk_vec is not None:
             o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)

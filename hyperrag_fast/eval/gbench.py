@@ -34,7 +34,7 @@ from ..index import HyperIndex
 from ..methods import METHODS
 from ..retriever import Retriever
 from ..store import manifest_path
-from .coverage import THRESHOLD, WINDOW, evidence_coverage
+from .coverage import NAMES, THRESHOLD, WINDOW, evidence_coverage
 from .data import _read_json, corpus_checksum, resolve_data_dir
 from .harness import (_git, check_methods, default_embedder, default_extractor, machine_info,
                       method_options, prepare_methods)
@@ -238,6 +238,7 @@ def evaluate_gbench(datasets: Sequence[str], methods: Sequence[str], index_dir=N
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "embedder": embedder.name, "extractor": extractor.name, "chunking": chunking_info(),
         "coverage_definition": {"window_sentences": WINDOW, "threshold": THRESHOLD,
+                                "names_required": NAMES, "version": 2,
                                 "doc": "docs/architecture.md §9 (offline evidence coverage); "
                                        "NOT the benchmark's LLM-judged evidence recall"},
         "subsets": {}, "indexes": {}}

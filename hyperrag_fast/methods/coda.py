@@ -38,6 +38,20 @@ class CodaSetup:
 class CodaBinding:
     retriever: CodaRetriever
     options: CodaOptions
+    system: object = None
+    _raw: CodaRetriever | None = None
+
+    def raw_retriever(self) -> CodaRetriever:
+        """A retriever over the raw KG without any merge (the ``coda_base`` row), made on
+        first use from the loaded system (no building step, no embedding)."""
+        if self._raw is None:
+            from ..coda.graph import consolidate
+            from ..coda.retrieve import CodaRetriever
+            s, r = self.system, self.retriever
+            g = consolidate(s.raw, s.raw_ent_vec, s.raw_rel_vec, None, s.frp)
+            self._raw = CodaRetriever(g, r.embedder, r.keywords, r.eliminator, r.chunk_vec,
+                                      r.sent_vec, r.sent_chunk)
+        return self._raw
 
 
 def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
@@ -45,25 +59,35 @@ def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     from ..coda.retrieve import CodaRetriever  # only an index with a CODA system loads it
     s = setup or CodaSetup()
     r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
-                      index.chunk_vec)
-    return CodaBinding(r, s.options)
+                      index.chunk_vec, index.edge_vec, index.graph.edge_chunk)
+    return CodaBinding(r, s.options, system)
 
 
-def _coda_method(name: str, switch: str | None, paper: bool = False):
+#: CodaRAG Table 2 "Base": entry finding only (no association, no elimination) on the
+#: raw KG, no entity merged
+BASE_OFF = {"semantic": False, "contextual": False, "functional": False, "elimination": False}
+
+
+def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool = False):
     def method(state: QueryState, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
         b = state.coda
         if b is None:
             raise missing(name, "coda")
         base = replace(b.options, align=CODA_PAPER.align, elim_calibration=CODA_PAPER.elim_calibration,
-                       lexical_weight=0.0) if paper else b.options
-        opts = base if switch is None else replace(base, **{switch: False})
+                       lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0) if paper else b.options
+        if raw:
+            opts = replace(base, **BASE_OFF)
+        else:
+            opts = base if switch is None else replace(base, **{switch: False})
+        ret = b.raw_retriever() if raw else b.retriever
         t0 = time.perf_counter()
-        r = b.retriever.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
+        r = ret.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
         return MethodOutput(r.chunk_ids, r.scores, r.detail if detail else None, 0.0,
                             (time.perf_counter() - t0) * 1e3)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"CODA (CodaRAG §3.3-3.4){' with the published alignment and elimination' if paper else ''}"
-                      f"{'' if switch is None else f' without the {switch} step'}.")
+                      f"{'' if switch is None else f' without the {switch} step'}"
+                      f"{': entry finding only on the unmerged raw KG (Table 2 Base)' if raw else ''}.")
     return method
 
 
@@ -81,7 +105,9 @@ METHODS = {f.__name__: f for f in (
     _coda_method("coda_paper_no_semantic", "semantic", True),
     _coda_method("coda_paper_no_contextual", "contextual", True),
     _coda_method("coda_paper_no_functional", "functional", True),
-    _coda_method("coda_paper_no_elimination", "elimination", True), stitch_consolidated)}
+    _coda_method("coda_paper_no_elimination", "elimination", True),
+    _coda_method("coda_base", None, raw=True), _coda_method("coda_paper_base", None, True, True),
+    stitch_consolidated)}
 
 
 def needs(name: str) -> tuple[str, ...]:
