@@ -79,7 +79,9 @@ def main() -> None:
         g = {k: g[k] for k in a.only.split(",")}
     for sub in a.subsets.split(","):
         docs, qs = load_graphrag_bench(sub)
-        qs = qs[::a.every]
+        have = {q.source for q in qs if (Path(a.index_root) / sub / _safe(q.source)).is_dir()}
+        out.setdefault("sources_missing", {})[sub] = sorted({q.source for q in qs} - have)
+        qs = [q for q in qs if q.source in have][::a.every]
         rows: dict[str, list] = defaultdict(lambda: [None] * len(qs))
         ms: dict[str, list] = defaultdict(list)
         ctx_of: dict[str, list] = {}

@@ -144,8 +144,8 @@ class CodaOptions:
     dense_pool: int = 20
     align_items: str = "relations"
     align_pool: str = "max"
-    dedup_sim: float = 0.0
-    fact_weight: float = 0.0
+    dedup_sim: float = 0.99
+    fact_weight: float = 0.2
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -174,5 +174,7 @@ class CodaOptions:
 
 #: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
 #: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
-#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json.
+#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json
+#: (session 8) and, for fact_weight 0.2 and dedup_sim 0.99, benchmarks/coda_signals.py
+#: (session 9, Medical dev, coverage version 2).
 CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")
