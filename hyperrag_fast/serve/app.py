@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
 from .. import __version__
@@ -102,6 +102,63 @@ class _Observe:
             self.metrics.latency.labels(ep, method).observe(time.perf_counter() - t0)
 
 
+async def _no_body():
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+class _FastQuery:
+    """ASGI middleware: a ``POST`` to a query route with a JSON body of at most
+    :attr:`LIMIT` bytes that validates is answered by ``answer`` at once, without FastAPI's
+    routing, dependency solving and exception middleware (docs/architecture.md §11);
+    anything else (another route, another content type, a body that fails validation or is
+    larger) goes on to the routes, whose answers and errors are the declared ones."""
+
+    LIMIT = 1 << 20
+
+    def __init__(self, app, answer) -> None:
+        self.app, self.answer = app, answer
+
+    async def __call__(self, scope, receive, send):
+        name = _query_route(scope) if scope["type"] == "http" else False
+        if name is False:
+            return await self.app(scope, receive, send)
+        chunks, size, more = [], 0, True
+        while more and size <= self.LIMIT:
+            msg = await receive()
+            if msg["type"] != "http.request":  # the client went away: nothing to answer
+                return
+            chunks.append(msg.get("body", b""))
+            size += len(chunks[-1])
+            more = msg.get("more_body", False)
+        body = b"".join(chunks)
+        if not more and await self.answer(scope, name, body, send):
+            return
+        replayed = False
+
+        async def replay():  # the body read so far, then the rest of the stream
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": more}
+
+        return await self.app(scope, replay, send)
+
+
+def _query_route(scope) -> str | None | bool:
+    """The index a query route names (None: the default), False for any other request."""
+    if scope["method"] != "POST" or not any(
+            k == b"content-type" and b"json" in v for k, v in scope["headers"]):
+        return False
+    path = scope["path"]
+    if path == "/v1/query":
+        return None
+    parts = path.split("/")
+    if len(parts) == 5 and parts[:3] == ["", "v1", "indexes"] and parts[4] == "query" and parts[3]:
+        return parts[3]
+    return False
+
+
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(body, ensure_ascii=False, allow_nan=False), status,
                     headers=headers, media_type="application/json")
@@ -164,7 +221,8 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
 
     app = FastAPI(title="hyperrag serve", version=__version__, lifespan=lifespan,
                   description="Multi-hop retrieval (STITCH-RAG, CODA) over live indexes.")
-    app.add_middleware(_Observe, metrics=metrics)
+    app.add_middleware(_FastQuery, answer=lambda *a: fast_query(*a))
+    app.add_middleware(_Observe, metrics=metrics)  # added last: outermost, sees both paths
 
     def fail(p: Problem, endpoint: str) -> Response:
         metrics.errors.labels(endpoint, p.kind).inc()
@@ -211,7 +269,8 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         except MissingPrebuilt as e:
             raise Problem(400, "bad_request", str(e).splitlines()[0]) from None
 
-    async def do_query(name: str | None, req: QueryRequest, request: Request) -> Response:
+    async def answer_query(name: str | None, req: QueryRequest, state: dict) -> dict[str, Any]:
+        """The answer body of a validated query request; ``state["method"]``: its method."""
         ix = live(name)
         try:
             base = ix.options if req.preset is None else preset_options(
@@ -221,7 +280,7 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
             qs = questions(req.query, max_batch)
         except ValueError as e:
             raise Problem(400, "bad_request", str(e).splitlines()[0]) from None
-        request.state.method = opts.method
+        state["method"] = opts.method
 
         def job():
             with ix.lease() as g:
@@ -231,8 +290,30 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         metrics.queries.labels(ix.name, opts.method).inc(len(qs))
         head = {"index": ix.name, "generation": gen, "method": opts.method}
         if isinstance(req.query, str):
-            return _json({**head, **_result(results[0], req.include_text)})
-        return _json({**head, "results": [_result(r, req.include_text) for r in results]})
+            return {**head, **_result(results[0], req.include_text)}
+        return {**head, "results": [_result(r, req.include_text) for r in results]}
+
+    async def do_query(name: str | None, req: QueryRequest, request: Request) -> Response:
+        return _json(await answer_query(name, req, request.scope.setdefault("state", {})))
+
+    async def fast_query(scope, name: str | None, body: bytes, send) -> bool:
+        """Answer a query route's request whose body validates (see :class:`_FastQuery`);
+        False (nothing sent) when it does not: the routes below answer it."""
+        try:
+            req = QueryRequest.model_validate_json(body)
+        except ValidationError:
+            return False
+        state = scope.setdefault("state", {})
+        try:
+            out = _json(await answer_query(name, req, state))
+        except Problem as p:
+            out = fail(p, _endpoint(scope["path"]))
+        except Exception as e:  # noqa: BLE001 - as the routes' handler: logged, one line
+            log.exception("internal error on %s", scope["path"])
+            out = fail(Problem(500, "internal", f"internal error ({type(e).__name__}); see the "
+                               "server log"), _endpoint(scope["path"]))
+        await out(scope, _no_body, send)
+        return True
 
     @app.post("/v1/query", response_model=QueryResponse, summary="retrieve (default index)")
     async def query(req: QueryRequest, request: Request):
