@@ -60,6 +60,11 @@ def preset_note(res: dict) -> str:
     for d in (want, got):
         d.pop("method", None)
         d.get("stitch", {}).pop("top_k", None)
+    for part in ("stitch", "hybrid"):  # an option added or removed since, off where it exists
+        a, b = want.get(part, {}), got.get(part, {})
+        for k in [k for k in set(a) ^ set(b) if (a | b)[k] in (False, 0, 0.0, [], ())]:
+            a.pop(k, None)
+            b.pop(k, None)
     return ("" if got == want else " **`stitch` here ran under an earlier preset, not today's "
             "preset of this embedder (its options are in the file).**")
 

@@ -39,7 +39,7 @@ _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weig
 _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25_weight=0.0,
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
-                     hop_titles=False, rank_weights=(), title_top=0)
+                     hop_titles=False, rank_weights=(), title_top=0, graph_gate=False)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -155,6 +155,12 @@ class HybridOptions:
     dense rank, similarity, STIBP score, BM25 and title terms), weights
     ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
 
+    graph_gate (ours, off): without ``rank_weights``, C_q is ranked by
+    (1 - g) prior / max(prior) + g pi / max(pi) with a per-query graph weight
+    g = 1 - max(prior) / sum(prior): a prior that puts its mass on one chunk (a page the
+    question names) keeps its order, a flat prior lets the graph reorder; with no graph
+    (pi = prior) the ranking is the prior's (issue 21, docs/architecture.md §5).
+
     Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
     single-word names, accent/article near-matches and embedded question phrases lost or
     tied on the dev families and were on in no preset."""
@@ -176,6 +182,7 @@ class HybridOptions:
         -1.819011, -20.043877, 21.183009, 12.882177, -0.235017, 1.516375, 3.35763, 0.706335,
         0.229618, 0.889873)
     title_top: int = 0
+    graph_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
