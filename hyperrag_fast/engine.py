@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hypergraph import Hypergraph
-from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, StitchOptions
+from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, STIBP_DIVISOR, StitchOptions
 from .kernels import params as P
 from .kernels.layout import IndexArrays
 from .kernels.query import check_inputs, stitch_query
@@ -191,7 +191,7 @@ def kernel_params(o: StitchOptions) -> np.ndarray:
     p[P.DELTA], p[P.LAMBDA], p[P.DAMPING] = o.delta, o.lam, o.damping
     p[P.DECAY] = _DECAYS[o.decay]
     p[P.SPATIAL], p[P.TEMPORAL] = float(o.spatial), float(o.temporal)
-    p[P.AGG_DIV] = o.agg_divisor
+    p[P.AGG_DIV] = STIBP_DIVISOR
     p[P.PRIOR] = _PRIORS[o.prior]
     p[P.TEMPORAL_MAX_GROUP] = o.temporal_max_group
     p[P.TEMPORAL_FROM_SPACE] = o.temporal_from_space
@@ -206,12 +206,12 @@ def kernel_params(o: StitchOptions) -> np.ndarray:
 
 
 def group_weights(kind: str, group_sizes: np.ndarray, group_chunks: np.ndarray, n_chunks: int) -> np.ndarray:
-    """Per-group projection weight w(g): ln(1 + N_g) (paper), IDF ln(N_C / chunks of g), or 1."""
+    """Per-group projection weight w(g): ln(1 + N_g) (paper) or IDF ln(N_C / chunks of g)."""
     if kind == "log1p":
         return np.log1p(group_sizes.astype(np.float64))
     if kind == "idf":
         return np.log(max(n_chunks, 1) / np.maximum(group_chunks, 1).astype(np.float64))
-    return np.ones(group_sizes.shape[0], dtype=np.float64)
+    raise ValueError(f"group weight must be 'log1p' or 'idf', got {kind!r}")
 
 
 def group_alphas(kind: str, value: float, group_sizes: np.ndarray) -> np.ndarray:
