@@ -225,9 +225,9 @@ def _answer(r) -> dict:
 
 
 def test_the_fast_path_and_the_routes_answer_alike(base_index, tmp_path, monkeypatch):
-    """A valid query is answered by _FastQuery; with its size limit below any body the
+    """A valid query is answered by asgi.FastQuery; with its size limit below any body the
     routes answer it (the body replayed to them): the same answers either way."""
-    from hyperrag_fast.serve import app as app_mod
+    from hyperrag_fast.serve import asgi
     other = _build(tmp_path / "other", OTHER)
     calls = [("/v1/query", {"query": Q, "top_k": 2}),
              ("/v1/query", {"query": [Q, "Charles Babbage"], "include_text": False}),
@@ -237,7 +237,7 @@ def test_the_fast_path_and_the_routes_answer_alike(base_index, tmp_path, monkeyp
     with serving({"main": base_index, "other": other}) as (base, _, _), \
             httpx.Client(base_url=base) as c:
         fast = [(r.status_code, _answer(r)) for r in (c.post(u, json=b) for u, b in calls)]
-        monkeypatch.setattr(app_mod._FastQuery, "LIMIT", -1)
+        monkeypatch.setattr(asgi.FastQuery, "LIMIT", -1)
         routed = [(r.status_code, _answer(r)) for r in (c.post(u, json=b) for u, b in calls)]
         assert [s for s, _ in fast] == [200, 200, 200, 404, 400]
         assert fast == routed

@@ -19,14 +19,13 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..methods import MissingPrebuilt
+from .asgi import FastQuery, Observe, endpoint as _endpoint, no_body
 from .metrics import Metrics
 from .options import AskRequest, QueryRequest, preset as preset_options, query_options, questions
 from .pool import Overloaded, QueryPool, QueryTimeout
 from .registry import Registry
 
 log = logging.getLogger("hyperrag_fast.serve")
-_ENDPOINTS = ("/v1/query", "/v1/ask", "/v1/info", "/healthz", "/readyz", "/metrics",
-              "/openapi.json", "/docs")
 
 
 class Problem(Exception):
@@ -64,99 +63,6 @@ class QueryResponse(BaseModel):
     chunks: list[ChunkOut] | None = None
     timings: dict[str, float] | None = None
     results: list[ResultOut] | None = None
-
-
-def _endpoint(path: str) -> str:
-    """The route template of ``path`` (bounded metric labels)."""
-    if path in _ENDPOINTS:
-        return path
-    parts = path.split("/")
-    if len(parts) == 5 and parts[:3] == ["", "v1", "indexes"] and parts[4] in ("query", "ask", "info"):
-        return f"/v1/indexes/{{name}}/{parts[4]}"
-    return "other"
-
-
-class _Observe:
-    """ASGI middleware: every request's status and latency into ``metrics``."""
-
-    def __init__(self, app, metrics: Metrics) -> None:
-        self.app, self.metrics = app, metrics
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        t0 = time.perf_counter()
-        status = [500]
-
-        async def send_status(msg):
-            if msg["type"] == "http.response.start":
-                status[0] = msg["status"]
-            await send(msg)
-
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            ep = _endpoint(scope["path"])
-            method = scope.setdefault("state", {}).get("method", "")
-            self.metrics.requests.labels(ep, method, str(status[0])).inc()
-            self.metrics.latency.labels(ep, method).observe(time.perf_counter() - t0)
-
-
-async def _no_body():
-    return {"type": "http.request", "body": b"", "more_body": False}
-
-
-class _FastQuery:
-    """ASGI middleware: a ``POST`` to a query route with a JSON body of at most
-    :attr:`LIMIT` bytes that validates is answered by ``answer`` at once, without FastAPI's
-    routing, dependency solving and exception middleware (docs/architecture.md §11);
-    anything else (another route, another content type, a body that fails validation or is
-    larger) goes on to the routes, whose answers and errors are the declared ones."""
-
-    LIMIT = 1 << 20
-
-    def __init__(self, app, answer) -> None:
-        self.app, self.answer = app, answer
-
-    async def __call__(self, scope, receive, send):
-        name = _query_route(scope) if scope["type"] == "http" else False
-        if name is False:
-            return await self.app(scope, receive, send)
-        chunks, size, more = [], 0, True
-        while more and size <= self.LIMIT:
-            msg = await receive()
-            if msg["type"] != "http.request":  # the client went away: nothing to answer
-                return
-            chunks.append(msg.get("body", b""))
-            size += len(chunks[-1])
-            more = msg.get("more_body", False)
-        body = b"".join(chunks)
-        if not more and await self.answer(scope, name, body, send):
-            return
-        replayed = False
-
-        async def replay():  # the body read so far, then the rest of the stream
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": more}
-
-        return await self.app(scope, replay, send)
-
-
-def _query_route(scope) -> str | None | bool:
-    """The index a query route names (None: the default), False for any other request."""
-    if scope["method"] != "POST" or not any(
-            k == b"content-type" and b"json" in v for k, v in scope["headers"]):
-        return False
-    path = scope["path"]
-    if path == "/v1/query":
-        return None
-    parts = path.split("/")
-    if len(parts) == 5 and parts[:3] == ["", "v1", "indexes"] and parts[4] == "query" and parts[3]:
-        return parts[3]
-    return False
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -221,8 +127,8 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
 
     app = FastAPI(title="hyperrag serve", version=__version__, lifespan=lifespan,
                   description="Multi-hop retrieval (STITCH-RAG, CODA) over live indexes.")
-    app.add_middleware(_FastQuery, answer=lambda *a: fast_query(*a))
-    app.add_middleware(_Observe, metrics=metrics)  # added last: outermost, sees both paths
+    app.add_middleware(FastQuery, answer=lambda *a: fast_query(*a))
+    app.add_middleware(Observe, metrics=metrics)  # added last: outermost, sees both paths
 
     def fail(p: Problem, endpoint: str) -> Response:
         metrics.errors.labels(endpoint, p.kind).inc()
@@ -243,11 +149,14 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         kind = "not_found" if exc.status_code == 404 else "bad_request"
         return fail(Problem(exc.status_code, kind, str(exc.detail)), _endpoint(request.url.path))
 
+    def internal(path: str, exc: Exception) -> Response:
+        log.exception("internal error on %s", path)
+        return fail(Problem(500, "internal", f"internal error ({type(exc).__name__}); see the "
+                            "server log"), _endpoint(path))
+
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):
-        log.exception("internal error on %s", request.url.path)
-        return fail(Problem(500, "internal", f"internal error ({type(exc).__name__}); see the "
-                            "server log"), _endpoint(request.url.path))
+        return internal(request.url.path, exc)
 
     def live(name: str | None):
         ix = registry.get(name)
@@ -297,7 +206,7 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         return _json(await answer_query(name, req, request.scope.setdefault("state", {})))
 
     async def fast_query(scope, name: str | None, body: bytes, send) -> bool:
-        """Answer a query route's request whose body validates (see :class:`_FastQuery`);
+        """Answer a query route's request whose body validates (see :class:`~.asgi.FastQuery`);
         False (nothing sent) when it does not: the routes below answer it."""
         try:
             req = QueryRequest.model_validate_json(body)
@@ -309,10 +218,8 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         except Problem as p:
             out = fail(p, _endpoint(scope["path"]))
         except Exception as e:  # noqa: BLE001 - as the routes' handler: logged, one line
-            log.exception("internal error on %s", scope["path"])
-            out = fail(Problem(500, "internal", f"internal error ({type(e).__name__}); see the "
-                               "server log"), _endpoint(scope["path"]))
-        await out(scope, _no_body, send)
+            out = internal(scope["path"], e)
+        await out(scope, no_body, send)
         return True
 
     @app.post("/v1/query", response_model=QueryResponse, summary="retrieve (default index)")
