@@ -88,10 +88,8 @@ def prior_twin(g, chunk_vec, q, a, cand_chunks, opts, bonus=None):
     gchunks = (Gm.T.astype(int) @ Z.astype(int) > 0).sum(axis=1)
     if opts.group_weight == "log1p":
         w = np.log1p(sizes)
-    elif opts.group_weight == "idf":
+    else:  # "idf"
         w = np.log(g.n_chunks / np.maximum(gchunks, 1))
-    else:
-        w = np.ones(g.n_groups)
     score = np.array([sum(a[v] * w[g.node_group[v]] for v in np.flatnonzero(Z[:, c]) if a[v] > 0)
                       for c in cq], dtype=np.float64)
     if opts.prior == "continuous":
