@@ -141,6 +141,45 @@ def families_grid() -> list[str]:
     return out + [""]
 
 
+def lofo_section() -> list[str]:
+    """In-sample (the shipped preset, chosen on all three families) beside
+    leave-one-family-out (chosen on the other two), from ``generalization.json``."""
+    p = R / "generalization.json"
+    if not p.exists():
+        return []
+    g = json.loads(p.read_text())
+    lofo, per = g.get("leave_one_family_out", {}), g.get("per_embedder", {})
+    out = ["## In-sample and leave-one-family-out (R@5)", "",
+           "Per dev family and embedder: `dense`; the shipped preset (chosen on all three "
+           "families, so in-sample here); the setting chosen on the other two families "
+           "(leave-one-family-out, the ranker trained on those two); the family's own-tuned "
+           "best (the best on it alone among the settings the searches scored) and the gap. "
+           "From `generalization.json` (its `sources` name the search files and commands).", "",
+           "| family | embedder | dense | shipped (in-sample) | chosen on the other two | own best | "
+           "gap to own best |", "|---|---|---|---|---|---|---|"]
+    for fam, embs in lofo.items():
+        for emb, x in embs.items():
+            shipped = per.get(emb, {}).get(fam, {}).get("stitch", {}).get("recall@5")
+            gap = x["own_best"]["recall@5"] - x["stitch"]["recall@5"]
+            out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
+                       f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
+                       f"{x['own_best']['recall@5']:.3f} | {gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    ranker = g.get("ranker_leave_one_family_out", {})
+    if ranker:
+        out += ["", "The ranker stage alone leave-one-family-out (the preset upstream of the ranker "
+                    "fixed; weights trained on the other two families, `train_ranker.py`; R@5):", "",
+                "| family | embedder | no ranker | ranker trained on all three (in-sample) | "
+                "ranker trained on the other two | gap |", "|---|---|---|---|---|---|"]
+        for emb, x in ranker.items():
+            for fam in [f for f in x if isinstance(x[f], dict) and "no_ranker" in x[f]]:
+                r = x[fam]
+                gap = r["trained_on_all"]["recall@5"] - r["trained_on_others"]["recall@5"]
+                out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
+                           f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
+                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    return out + [""]
+
+
 def not_beating_dense(sets: list[tuple[str, dict]]) -> list[str]:
     """Every cell (set, question type, k) where ``stitch`` does not beat ``dense``."""
     out = ["## Where `stitch` does not beat `dense`", "",
@@ -163,6 +202,20 @@ def not_beating_dense(sets: list[tuple[str, dict]]) -> list[str]:
                     f"R@{k} stitch {a[f'recall@{k}']:.3f} vs dense {b[f'recall@{k}']:.3f}" for k in ks))
     if not found:
         out.append("* none: `stitch` is above `dense` in every cell.")
+    out += ["", "And where `stitch` is below `no_ppr` (the graph stage costs recall; all questions, "
+                "R@2/5/8):", ""]
+    below = 0
+    for label, res in sets:
+        ms = res["methods"]
+        if "stitch" in ms and "no_ppr" in ms:
+            ks = [k for k in (2, 5, 8) if ms["stitch"][f"recall@{k}"] < ms["no_ppr"][f"recall@{k}"]]
+            if ks:
+                below += 1
+                out.append(f"* {label}: " + "; ".join(
+                    f"R@{k} stitch {ms['stitch'][f'recall@{k}']:.3f} vs no_ppr {ms['no_ppr'][f'recall@{k}']:.3f}"
+                    for k in ks))
+    if not below:
+        out.append("* none.")
     return out + [""]
 
 
@@ -201,6 +254,7 @@ def main() -> None:
     if bdev:
         lines += table(bdev, "2WikiMultiHopQA dev with bge-small", types=TYPES_2WIKI)
     lines += families_grid()
+    lines += lofo_section()
     sets = [(label, res) for label, res in (
         ("2Wiki test (MiniLM)", test), ("2Wiki dev (MiniLM)", dev), ("HotpotQA (MiniLM)", hot),
         ("MuSiQue dev (MiniLM)", load("musique_dev_all")),
