@@ -302,3 +302,20 @@ def test_input_validation():
         StitchEngine(g, v, v, np.ones((2, 3)))
     with pytest.raises(ValueError, match="ppr"):
         StitchOptions.paper(ppr="magic")
+
+
+@SETTINGS
+@given(instances(), stitch_options(), st.booleans())
+def test_stage_replay_returns_the_kernels_top_k(inst, opts, with_bonus):
+    """engine_stages.query_stages (what bench_profile.py times) composes the kernel's
+    stages as kernels.query.stitch_query does: the same top-k, ids and scores."""
+    from hyperrag_fast.engine_stages import STAGES, query_stages
+    g, nv, ev, cv, q, cn, cc = inst
+    bonus = np.linspace(0.0, 0.2, len(cc)) if with_bonus else None
+    eng = _engine(inst)
+    res = eng.query(q, cn, cc, opts, chunk_bonus=bonus)
+    st_ = query_stages(eng, q, cn, cc, opts, chunk_bonus=bonus)
+    np.testing.assert_array_equal(st_.chunk_ids, res.chunk_ids)
+    np.testing.assert_array_equal(st_.scores, res.scores)
+    assert st_.seconds.shape == (len(STAGES),) and (st_.seconds >= 0).all()
+    assert st_.info["cq"] == res.stats[0] and scratch_is_clean(eng._scratch())
