@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .cli_errors import debug, is_user_error, report, run_console
+from .config import DEFAULT_DAMAGED_GRAPH
 from .embed.registry import embedder_for_name, make_embedder
 from .store import read_manifest
 
@@ -110,11 +111,12 @@ def _load(path: str, with_extractor: bool = False, verify: bool = True, args=Non
                            extractor=extractor)
 
 
-def _open(path: str, verify: bool = True, threads: int | None = None):
+def _open(path: str, verify: bool = True, threads: int | None = None,
+          damaged_graph: str = DEFAULT_DAMAGED_GRAPH):
     """The index at ``path`` to query (``IndexReader``: no write-side module is imported)."""
     from .reader import IndexReader
     return IndexReader.open(path, embedder=embedder_for(read_manifest(path), threads),
-                            verify=verify)
+                            verify=verify, damaged_graph=damaged_graph)
 
 
 def _existing(path: str) -> str:
@@ -241,12 +243,14 @@ def query_options(a, embedder_name: str | None = None):
     return o if a.top_k is None else o.with_top_k(a.top_k)
 
 
-def _retriever(ix, path: str, method: str):
-    """A retriever with the prebuilt structures ``method`` reads (none for most)."""
+def _retriever(ix, path: str, method: str, verify: bool = True):
+    """A retriever with the prebuilt structures ``method`` reads (none for most), from
+    the generation ``ix`` was opened from."""
     from .methods import needs
     from .prebuilt_reader import load_prebuilt
     from .retriever import Retriever
-    return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge)))
+    return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge), verify,
+                                                ix.generation))
 
 
 def cmd_query(a) -> dict[str, Any] | None:
@@ -260,10 +264,11 @@ def cmd_query(a) -> dict[str, Any] | None:
     questions = read_questions(a.questions) if a.questions is not None else None
     from .lean import settle, skip_blas_probe
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
-    ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None)
+    ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None,
+               damaged_graph=a.damaged_graph)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a, ix.embedder_name)
-    r = _retriever(ix, a.index, a.method)
+    r = _retriever(ix, a.index, a.method, verify=not a.no_verify)
 
     def render(res) -> dict[str, Any]:
         out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
@@ -285,7 +290,8 @@ def cmd_query(a) -> dict[str, Any] | None:
 
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
-    return ask(a, lambda path, verify: _retriever(_open(path, verify=verify), path, a.method))
+    return ask(a, lambda path, verify: _retriever(
+        _open(path, verify=verify, damaged_graph=a.damaged_graph), path, a.method, verify))
 
 
 def cmd_build_methods(a) -> dict[str, Any]:
@@ -304,16 +310,22 @@ def cmd_build_methods(a) -> dict[str, Any]:
 
 
 def cmd_upgrade(a) -> dict[str, Any]:
-    from .publish import upgrade_checksums
-    done = upgrade_checksums(_existing(a.index), a.lock_timeout)
-    return {"index": a.index, "upgraded": done,
-            "report": {"summary": "recorded xxh3_128 checksums" if done
-                       else "already has xxh3_128 checksums"},
-            "counts": read_manifest(a.index)["counts"]}
+    """xxh3_128 checksums and the manifest seal for an older index; prebuilt structures
+    saved beside its generations (before issue 24) adopted into one."""
+    from .prebuilt import adopt_legacy
+    from .publish_linked import upgrade_checksums
+    adopted = adopt_legacy(_existing(a.index), a.lock_timeout)  # first: a new generation
+    done = upgrade_checksums(a.index, a.lock_timeout)  # makes the old folder stale
+    summary = ("recorded xxh3_128 checksums and the manifest seal" if done
+               else "already has xxh3_128 checksums and the manifest seal")
+    if adopted:
+        summary += f"; adopted the prebuilt structures {', '.join(adopted)}"
+    return {"index": a.index, "upgraded": done, "adopted": adopted,
+            "report": {"summary": summary}, "counts": read_manifest(a.index)["counts"]}
 
 
 def cmd_info(a) -> dict[str, Any]:
-    ix = _open(a.index, verify=not a.no_verify)
+    ix = _open(a.index, verify=not a.no_verify, damaged_graph=a.damaged_graph)
     g = ix.graph
     sizes = Counter()
     for key, n in zip(g.group_key, g.group_sizes().tolist()):

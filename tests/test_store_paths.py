@@ -38,7 +38,7 @@ def _manifest(ix):
 def _write_manifest(gen, m, resum=True):
     if resum:
         m.update(checksums.manifest_checksums(gen, [gen / r for r in m["files"]]))
-    (gen / "manifest.json").write_text(json.dumps(m))
+    checksums.write_manifest(gen, m)  # sealed: a crafted manifest
 
 
 def test_pruning_a_symlinked_generation_removes_the_link_only(tmp_path, index):
