@@ -3,11 +3,13 @@ over HTTP by a bounded closed-loop load generator (threads, one keep-alive conne
 each) with the 2Wiki questions.
 
 Phases (``--phases``, each merged into the result file, so they may run at different
-times: the latency steps when the machine is quietest, the soak under nice):
+times; each run records its scheduling, ``sched``):
 
-* ``steps``: 1, 2, 4, 8, 16 concurrent clients, each step bounded by ``--step-requests``
-  and ``--step-seconds``: throughput, p50/p95/p99 of accepted requests, errors, shed
-  (503), the server's RSS;
+* ``steps``: after a warm-up pass over the questions, ``--rounds`` sweeps over 1, 2, 4, 8,
+  16 concurrent clients, each step bounded by ``--step-requests`` and ``--step-seconds``:
+  throughput (the median round), p50/p95/p99 of accepted requests (the rounds pooled),
+  errors, shed (503), the server's CPU and RSS; then the ``--profile-clients`` steps once
+  more under py-spy (where the server's time goes);
 * ``soak``: ``--soak-queries`` (>= 100,000) at ``--soak-clients``: RSS at 10k vs the end;
 * ``publish``: ``--publishes`` ``hyperrag add`` runs (5 HotpotQA passages each, titles not
   in the index) against a copy of the index (``--publish-index``; made from ``--index``
@@ -235,39 +237,94 @@ def recorded(cmd: str) -> str:
     return shlex.join(parts)
 
 
+def _sched() -> str:
+    """This process's scheduling: its nice and, where the kernel groups processes by
+    session (autogroup: nice then orders only processes of one session), its group's
+    nice, e.g. "nice 0, /autogroup-11 nice -20"."""
+    out = f"nice {os.nice(0)}"
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            on = f.read().strip() == "1"
+        with open("/proc/self/autogroup") as f:
+            return out + (f", {f.read().strip()}" if on else ", autogroup off")
+    except OSError:
+        return out
+
+
 def _load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
 # ------------------------------------------------------------------------- phases
+def _merge_rounds(runs: list[dict]) -> dict:
+    """One client count's rounds: percentiles over the pooled latencies, the median
+    round's throughput, requests / errors / shed summed; each round kept in ``rounds``."""
+    lat = np.concatenate([r.pop("_lat") for r in runs])
+    out = {"clients": runs[0]["clients"], "requests": int(lat.size),
+           "throughput_qps": round(float(np.median([r["throughput_qps"] for r in runs])), 1),
+           "p50_ms": round(pct(lat, 50), 2), "p95_ms": round(pct(lat, 95), 2),
+           "p99_ms": round(pct(lat, 99), 2), "max_ms": round(float(lat.max()), 2),
+           "errors": sum(r["errors"] for r in runs), "shed": sum(r["shed"] for r in runs),
+           "server_cpu_ms_per_request": round(float(np.median(
+               [r["server_cpu_ms_per_request"] for r in runs])), 2),
+           "rss_mb": runs[-1]["rss_mb"], "rss_anon_mb": runs[-1]["rss_anon_mb"],
+           "rounds": runs}
+    return out
+
+
+def _step(a, srv: Server, qs, n: int, logdir: Path, spy: bool) -> dict:
+    load, cpu = _load_avg(), srv.cpu_s()
+    proc = None
+    if spy:
+        raw = logdir / f"profile_{n}.txt"
+        proc = subprocess.Popen([a.py_spy, "record", "-p", str(srv.proc.pid), "-d",
+                                 str(int(a.profile_seconds)), "-r", "100", "-f", "raw",
+                                 "-o", str(raw), "--nonblocking"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ld = Load(srv.port, qs, n, a.step_requests, a.step_seconds, a.backoff, start_at=17 * n)
+    out = ld.run()
+    if proc is not None:
+        proc.wait(a.profile_seconds + 60)
+        out["profile"] = profile_summary(raw) if raw.is_file() else "py-spy failed"
+    out["loadavg_before"] = load
+    out["server_cpu_ms_per_request"] = round(
+        (srv.cpu_s() - cpu) * 1e3 / max(1, out["requests"] + out["shed"]), 2)
+    out["rss_mb"], out["rss_anon_mb"] = srv.rss_mb()
+    out["_lat"] = np.asarray(ld.lat_ok) * 1e3
+    return out
+
+
 def phase_steps(a, qs, logdir: Path) -> dict:
+    """``--rounds`` sweeps over ``--clients`` on one server after a warm-up of
+    ``--warmup-requests`` (default: one pass over the questions, so every step sees the
+    steady state: chunk rows read, pages mapped); then, with ``--profile-clients``, one
+    more sweep of those steps under py-spy (``steps_profile``: sampling takes CPU, so
+    those steps are not in ``steps``)."""
     srv = Server(a.index, logdir / "steps.log")
     try:
         srv.wait_ready()
-        Load(srv.port, qs, 2, a.warmup_requests, 120, a.backoff).run()  # not counted
-        steps, rss = [], []
-        for n in a.clients:
-            load, cpu = _load_avg(), srv.cpu_s()
-            spy = None
-            if n in a.profile_clients:
-                raw = logdir / f"profile_{n}.txt"
-                spy = subprocess.Popen([a.py_spy, "record", "-p", str(srv.proc.pid), "-d",
-                                        str(int(a.profile_seconds)), "-r", "100", "-f", "raw",
-                                        "-o", str(raw), "--nonblocking"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            out = Load(srv.port, qs, n, a.step_requests, a.step_seconds, a.backoff,
-                       start_at=17 * n).run()
-            if spy is not None:
-                spy.wait(a.profile_seconds + 60)
-                out["profile"] = profile_summary(raw) if raw.is_file() else 'py-spy failed'
-            out["loadavg_before"] = load
-            out["server_cpu_ms_per_request"] = round(
-                (srv.cpu_s() - cpu) * 1e3 / max(1, out["requests"] + out["shed"]), 2)
-            out["rss_mb"], out["rss_anon_mb"] = srv.rss_mb()
-            rss.append(out["rss_mb"])
-            steps.append(out)
-            print(json.dumps(out), flush=True)
-        return {"steps": steps, "steps_rss_mb": rss, "steps_exit_code": srv.stop()}
+        Load(srv.port, qs, 2, a.warmup_requests, 300, a.backoff).run()  # not counted
+        by_n: dict[int, list[dict]] = {n: [] for n in a.clients}
+        for r in range(a.rounds):
+            for n in a.clients:
+                out = _step(a, srv, qs, n, logdir, False)
+                by_n[n].append(out)
+                print(json.dumps({"round": r, **{k: v for k, v in out.items() if k != "_lat"}}),
+                      flush=True)
+        steps = [_merge_rounds(by_n[n]) for n in a.clients]
+        prof = []
+        for n in sorted(a.profile_clients):
+            out = _step(a, srv, qs, n, logdir, True)
+            out.pop("_lat")
+            prof.append(out)
+            print(json.dumps({"profile": n, **out}), flush=True)
+        thr = {s["clients"]: s["throughput_qps"] for s in steps}
+        ratio = (round(thr[2] / thr[1], 3) if 1 in thr and 2 in thr else None)
+        ratios = ([round(x["throughput_qps"] / y["throughput_qps"], 3)
+                   for x, y in zip(by_n[2], by_n[1])] if ratio is not None else None)
+        return {"steps": steps, "steps_throughput_2_over_1": ratio,
+                "steps_throughput_2_over_1_by_round": ratios, "steps_profile": prof,
+                "steps_rss_mb": [s["rss_mb"] for s in steps], "steps_exit_code": srv.stop()}
     finally:
         if srv.proc.poll() is None:
             srv.stop()
@@ -503,9 +560,12 @@ def main(argv=None) -> None:
     p.add_argument("--data-dir", default="../shared/data")
     p.add_argument("--phases", default="ready,direct,steps,publish,soak")
     p.add_argument("--clients", default="1,2,4,8,16")
-    p.add_argument("--step-requests", type=int, default=3000)
+    p.add_argument("--step-requests", type=int, default=2000, help="per step and round")
     p.add_argument("--step-seconds", type=float, default=60.0)
-    p.add_argument("--warmup-requests", type=int, default=300)
+    p.add_argument("--warmup-requests", type=int, default=1000,
+                   help="requests before the steps, not counted (default: the 1,000 questions once)")
+    p.add_argument("--rounds", type=int, default=3, help="sweeps over --clients (steps: "
+                   "percentiles over the pooled rounds, the median round's throughput)")
     p.add_argument("--backoff", type=float, default=0.05, help="seconds a client waits after a 503")
     p.add_argument("--soak-queries", type=int, default=100_000)
     p.add_argument("--soak-clients", type=int, default=2)
@@ -519,7 +579,8 @@ def main(argv=None) -> None:
     p.add_argument("--ready-runs", type=int, default=3)
     p.add_argument("--direct-queries", type=int, default=1000)
     p.add_argument("--profile-clients", default="1,2,16",
-                   help="steps whose server is sampled by py-spy (empty: none)")
+                   help="steps rerun once after the rounds with py-spy sampling the server "
+                        "(steps_profile; empty: none)")
     p.add_argument("--profile-seconds", type=float, default=15.0)
     p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     p.add_argument("--log-dir", default=None, help="server logs (default: a temp folder)")
@@ -551,7 +612,7 @@ def main(argv=None) -> None:
         runs[name + a.key_suffix] = {"command": recorded(command()), "commit": (git_state() or {}).get("commit"),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
                       "s": round(time.time() - t, 1), "loadavg_start": load,
-                      "loadavg_end": _load_avg()}
+                      "loadavg_end": _load_avg(), "sched": _sched()}
         out_path.write_text(json.dumps(res, indent=2) + "\n")
         print(f"{name}: wrote {out_path}", flush=True)
     print(f"server logs in {logdir}")

@@ -86,6 +86,7 @@ def diagnose(b: Bench, dataset: str, o: QueryOptions) -> list[dict]:
             c = row_of[p]
             pos = np.flatnonzero(cq == c)
             final = rank_of(out.chunk_ids, c)
+            gold_rows = {row_of[g] for g in lab.gold}
             rows.append({
                 "qid": q.qid, "type": lab.qtype, "question": q.question,
                 "passage": p.split("\n", 1)[0], "in_cq": bool(pos.size), "cq_size": int(cq.size),
@@ -93,8 +94,40 @@ def diagnose(b: Bench, dataset: str, o: QueryOptions) -> list[dict]:
                 "prior_rank": rank_of(order, c) if pos.size else None,
                 "prior_share": float(prior[pos[0]] / prior.sum()) if pos.size and prior.sum() > 0 else 0.0,
                 "final_rank": final,
-                "rank_without": {k: rank_of(ids, c) for k, ids in without.items()}})
+                "rank_without": {k: rank_of(ids, c) for k, ids in without.items()},
+                "overtaken_by_ppr": overtakers(state.engines[d["graph"]].graph, b.ds.chunks, c,
+                                               out.chunk_ids, without["ppr"], order[:3], gold_rows)})
     return rows
+
+
+def overtakers(g, chunks, c: int, ranked: np.ndarray, no_ppr: np.ndarray,
+               prior_top: np.ndarray, gold: set) -> list[dict]:
+    """The chunks PPR ranks above gold chunk ``c`` that rank below it without PPR, each
+    with how the graph reaches it: whether another paragraph of its title is in the
+    prior's top 3 (a page of several paragraphs), and the smallest name group it shares
+    with a prior-top-3 chunk (its size in chunks; whether it is a title's name)."""
+    above = [int(x) for x in ranked[:rank_of(ranked, c) - 1]]
+    r_without = {int(x): i for i, x in enumerate(no_ppr.tolist())}
+    mine = r_without.get(c, DEEP)
+    groups = lambda x: set(g.node_group[g.chunk_nodes[g.chunk_ptr[x]:g.chunk_ptr[x + 1]]].tolist())  # noqa: E731
+    top_groups = {}
+    for t in prior_top.tolist():
+        for grp in groups(int(t)):
+            top_groups.setdefault(grp, set()).add(int(t))
+    titles = {normalize_name(ch.title) for ch in chunks}
+    out = []
+    for o in above:
+        if r_without.get(o, DEEP) <= mine:
+            continue  # ranked above c without PPR too: not PPR's doing
+        shared = [grp for grp in groups(o) if grp in top_groups and top_groups[grp] - {o}]
+        size = min((int(g.group_chunks[grp]) for grp in shared), default=None)
+        out.append({"chunk": o, "gold": o in gold, "title": chunks[o].title,
+                    "same_title_in_prior_top3": any(chunks[int(t)].title == chunks[o].title
+                                                    for t in prior_top.tolist() if int(t) != o),
+                    "shared_group_chunks": size,
+                    "shared_title_group": any(g.group_key[grp] in titles for grp in shared)
+                    if g.group_key else None})
+    return out
 
 
 def summary(rows: list[dict]) -> dict:
@@ -108,7 +141,15 @@ def summary(rows: list[dict]) -> dict:
     moved = {k: float(np.mean([up(r, k) for r in rows])) for k in rows[0]["rank_without"]}
     hurt = {k: float(np.mean([down(r, k) for r in rows])) for k in rows[0]["rank_without"]}
     pr = [r["prior_rank"] for r in rows if r["prior_rank"] is not None]
-    return {"n": len(rows), "in_cq": float(np.mean([r["in_cq"] for r in rows])),
+    ov = [o for r in rows for o in r.get("overtaken_by_ppr", []) if not o["gold"]]
+    why = {"n_non_gold_overtakers": len(ov)}
+    if ov:
+        why.update(same_title_paragraph=float(np.mean([o["same_title_in_prior_top3"] for o in ov])),
+                   linked_to_prior_top3=float(np.mean([o["shared_group_chunks"] is not None for o in ov])),
+                   via_title_group=float(np.mean([bool(o["shared_title_group"]) for o in ov])),
+                   via_group_over_5_chunks=float(np.mean([(o["shared_group_chunks"] or 0) > 5 for o in ov])),
+                   not_linked=float(np.mean([o["shared_group_chunks"] is None for o in ov])))
+    return {"why_ppr_overtakes": why, "n": len(rows), "in_cq": float(np.mean([r["in_cq"] for r in rows])),
             "prior_rank_median": float(np.median(pr)) if pr else None,
             "prior_share_median": float(np.median([r["prior_share"] for r in rows])),
             "final_rank_median": float(np.median([r["final_rank"] for r in rows])),
@@ -141,6 +182,23 @@ def render(out: dict) -> str:
             lines.append(f"| {name} | {t} | {s['n']} | {s['in_cq']:.2f} | {s['prior_rank_median']} | "
                          f"{s['prior_share_median']:.3f} | {s['final_rank_median']} | {s['in_top2']:.2f} | "
                          f"{s['in_top5']:.2f} | {mv} | {pd} |")
+    lines += ["", "## What PPR ranks above a second-hop gold passage", "",
+              "Non-gold chunks that PPR ranks above a second-hop gold passage they rank below "
+              "without PPR. 'same-title paragraph': another paragraph of its page is in the "
+              "prior's top 3; 'linked': it shares a name group with a prior-top-3 chunk; "
+              "'via a title group': that group is a page title's name; '> 5 chunks': the "
+              "smallest shared group spans more than 5 chunks; 'not linked': reached only "
+              "through longer paths.", "",
+              "| set | type | overtakers | same-title paragraph | linked to prior top 3 | via a title group "
+              "| via a group > 5 chunks | not linked |", "|---|---|---|---|---|---|---|---|"]
+    for name, types in out["summary"].items():
+        for t, s in types.items():
+            w = s.get("why_ppr_overtakes", {})
+            if not w.get("n_non_gold_overtakers"):
+                continue
+            lines.append(f"| {name} | {t} | {w['n_non_gold_overtakers']} | {w['same_title_paragraph']:.2f} | "
+                         f"{w['linked_to_prior_top3']:.2f} | {w['via_title_group']:.2f} | "
+                         f"{w['via_group_over_5_chunks']:.2f} | {w['not_linked']:.2f} |")
     return "\n".join(lines) + "\n"
 
 

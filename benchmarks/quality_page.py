@@ -60,6 +60,11 @@ def preset_note(res: dict) -> str:
     for d in (want, got):
         d.pop("method", None)
         d.get("stitch", {}).pop("top_k", None)
+    for part in ("stitch", "hybrid"):  # an option added or removed since, off where it exists
+        a, b = want.get(part, {}), got.get(part, {})
+        for k in [k for k in set(a) ^ set(b) if (a | b)[k] in (False, 0, 0.0, [], ())]:
+            a.pop(k, None)
+            b.pop(k, None)
     return ("" if got == want else " **`stitch` here ran under an earlier preset, not today's "
             "preset of this embedder (its options are in the file).**")
 
@@ -136,6 +141,32 @@ def families_grid() -> list[str]:
     return out + [""]
 
 
+def lofo_section() -> list[str]:
+    """In-sample (the shipped preset, chosen on all three families) beside
+    leave-one-family-out (chosen on the other two), from ``generalization.json``."""
+    p = R / "generalization.json"
+    if not p.exists():
+        return []
+    g = json.loads(p.read_text())
+    lofo, per = g.get("leave_one_family_out", {}), g.get("per_embedder", {})
+    out = ["## In-sample and leave-one-family-out (R@5)", "",
+           "Per dev family and embedder: `dense`; the shipped preset (chosen on all three "
+           "families, so in-sample here); the setting chosen on the other two families "
+           "(leave-one-family-out, the ranker trained on those two); the family's own-tuned "
+           "best (the best on it alone among the settings the searches scored) and the gap. "
+           "From `generalization.json` (its `sources` name the search files and commands).", "",
+           "| family | embedder | dense | shipped (in-sample) | chosen on the other two | own best | "
+           "gap to own best |", "|---|---|---|---|---|---|---|"]
+    for fam, embs in lofo.items():
+        for emb, x in embs.items():
+            shipped = per.get(emb, {}).get(fam, {}).get("stitch", {}).get("recall@5")
+            gap = x["own_best"]["recall@5"] - x["stitch"]["recall@5"]
+            out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
+                       f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
+                       f"{x['own_best']['recall@5']:.3f} | {gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    return out + [""]
+
+
 def not_beating_dense(sets: list[tuple[str, dict]]) -> list[str]:
     """Every cell (set, question type, k) where ``stitch`` does not beat ``dense``."""
     out = ["## Where `stitch` does not beat `dense`", "",
@@ -196,6 +227,7 @@ def main() -> None:
     if bdev:
         lines += table(bdev, "2WikiMultiHopQA dev with bge-small", types=TYPES_2WIKI)
     lines += families_grid()
+    lines += lofo_section()
     sets = [(label, res) for label, res in (
         ("2Wiki test (MiniLM)", test), ("2Wiki dev (MiniLM)", dev), ("HotpotQA (MiniLM)", hot),
         ("MuSiQue dev (MiniLM)", load("musique_dev_all")),

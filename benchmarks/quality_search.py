@@ -83,7 +83,8 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
         return replace(o, k_nodes=v[0], k_chunks=v[1])
     if name == "damping":
         return replace(o, stitch=s.replace(damping=v, ppr="power" if v > 0 else "none"))
-    if name in ("title_words", "title_chunks", "hop_titles", "rank_weights", "title_top"):
+    if name in ("title_words", "title_chunks", "hop_titles", "rank_weights", "title_top",
+                "graph_gate"):
         return replace(o, hybrid=replace(h, **{name: v}))
     if name == "stibp":
         return replace(o, stitch=s.replace(spatial=v, temporal=v))
@@ -129,6 +130,10 @@ ABLATIONS = [
     ("-ppr (rank by the prior, = no_ppr)", {"damping": 0.0}),
     ("-stibp (no spatial/temporal, = no_stibp)", {"stibp": False}),
     ("-ranker (rank by PPR)", {"rank_weights": ()}),
+    ("-ranker -ppr (rank by the prior)", {"rank_weights": (), "damping": 0.0}),
+    ("-ranker +graph gate (per-query graph weight)", {"rank_weights": (), "graph_gate": True}),
+    ("-ranker +graph gate, d .2", {"rank_weights": (), "damping": 0.2, "graph_gate": True}),
+    ("+ppr d .2 (graph on, ranker kept)", {"damping": 0.2}),
     ("-temporal_from_space", {"temporal": (50, 0.0)}),
     ("group_weight log1p (paper)", {"group_weight": "log1p"}),
     ("alpha ratio (paper)", {"alpha": "ratio"}),
@@ -149,8 +154,15 @@ class Bench:
                                         progress=False)
         self.golds = [lab.gold for lab in self.ds.labels]
         self.types = [lab.qtype for lab in self.ds.labels]
+        self.memo: dict[str, dict] = {}
 
     def score(self, o: QueryOptions) -> dict:
+        key = json.dumps(plain(o), sort_keys=True)
+        if key not in self.memo:
+            self.memo[key] = self._score(o)
+        return self.memo[key]
+
+    def _score(self, o: QueryOptions) -> dict:
         out = run_method(self.r, o.method, o, self.ds, self.qvecs, max(KS), progress=False)
         m = mean_recall(out["ranked"], self.golds, KS)
         rec = {k: round(m[f"recall@{k}"], 4) for k in KS}
@@ -176,7 +188,7 @@ KEPT = [("seeds", ("none", 1, INF)), ("bm25", (0.0, 0)), ("title_words", False),
 
 #: the ablation rows run by default (labels containing one of these); ``--rows`` to change
 SHORT_ROWS = ["-hop (no", "-hop titles", "-seeds", "-bm25", "-title single", "-title chunks",
-              "title top", "-ppr (rank", "-stibp", "-ranker", "-temporal_from_space"]
+              "title top", "-ppr (rank", "-stibp", "-ranker", "-temporal_from_space", "+ppr d .2"]
 
 
 def code_hash() -> str:
@@ -313,6 +325,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     index = dict(x.split("=", 1) for x in a.index)
     emb = make_embedder(a.embedder)
+    commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain"))  # the code run
     t0 = time.perf_counter()
     benches = {f: Bench(ds, sp, index[ds], emb, a.cache_dir, a.data_dir)
                for f, (ds, sp) in FAMILIES.items() if ds in index}  # a family not given: not measured
@@ -357,8 +370,8 @@ def main(argv=None) -> int:
         ablations.append(row)
     out = {
         "command": "python benchmarks/quality_search.py " + " ".join(argv or sys.argv[1:]),
-        "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name,
+        "machine": machine_info(), "git_commit": commit,
+        "git_dirty": dirty, "embedder": emb.name,
         "objective": "(R@2 + R@5 + R@8) / 3",
         "selection": "the worst dev family's lift over dense of the same index "
                      f"(families {list(fams)}), changes kept only above {a.min_gain} and only "

@@ -276,6 +276,90 @@ def embedders() -> str:
             f"{under(dt['methods']['stitch'].get('options'))})")
 
 
+def _run_label(d: dict[str, Any], phase: str) -> str:
+    """'<commit>, load <1-min load at its start>' of one phase of a file with ``runs``."""
+    r = d.get("runs", {}).get(phase, {})
+    la = r.get("loadavg_start")
+    return (f"{str(r.get('commit') or 'commit not recorded')[:7]}, "
+            + (f"load {la[0]:.1f}" if la else "load not recorded"))
+
+
+@figure
+def serving() -> str:
+    d = load("serve.json")
+    by = {s["clients"]: s for s in d["steps"]}
+    one, two, top = by[1], by[2], by[max(by)]
+    pub, soak = d["publishes"], d["soak"]
+    rounds = len(one.get("rounds", [])) or 1
+    sched = d.get("runs", {}).get("steps", {}).get("sched")
+    out = (f"Measured over HTTP on loopback (`benchmarks/results/serve.json`; 2Wiki index, MiniLM, "
+           f"default preset; {rounds} rounds per step, pooled; steps at {_run_label(d, 'steps')}"
+           + (f", scheduled {sched}" if sched else "") + "): "
+           f"1 client p50 {one['p50_ms']:.1f} ms / p99 {one['p99_ms']:.1f} ms, "
+           f"{one['throughput_qps']:.1f} q/s; 2 clients p50 {two['p50_ms']:.1f} / p99 "
+           f"{two['p99_ms']:.1f} ms, {two['throughput_qps']:.1f} q/s "
+           f"({two['throughput_qps'] / one['throughput_qps']:.2f}x one client); "
+           f"{top['clients']} clients: {top['shed']:,} requests shed with 503, accepted p99 "
+           f"{top['p99_ms']:.1f} ms, {sum(s['errors'] for s in d['steps'])} errors over all steps. "
+           f"The server spent {two['server_cpu_ms_per_request']:.1f} ms of CPU per request at 2 "
+           f"clients. Ready in {d['ready_s']:.2f} s on a warm Numba cache "
+           f"({_run_label(d, 'ready')}). Five `hyperrag add` publishes under "
+           f"{pub.get('clients', 2)} clients ({_run_label(d, 'publish')}): "
+           f"{pub['failed_requests']} failed of {pub.get('requests', 0) + pub['failed_requests']:,} "
+           f"requests, each new generation answering within {pub['switch_s_max']:.2f} s of its "
+           f"publish. Memory: {soak['queries']:,} queries ({_run_label(d, 'soak')}) took RSS from "
+           f"{soak['rss_mb_start']:.1f} MB at 10k to {soak['rss_mb_end']:.1f} MB "
+           f"({100 * soak['growth']:+.1f} %)")
+    prof = {s["clients"]: s.get("profile") for s in d.get("steps_profile", [])}
+    p2 = prof.get(2)
+    if isinstance(p2, dict):
+        sh = p2["share"]
+        out += (". Where the server's time goes at 2 clients (py-spy, active samples): "
+                + ", ".join(f"{k.split(' (')[0]} {100 * v:.0f} %" for k, v in list(sh.items())[:4]))
+    return out
+
+
+@figure
+def serving_targets() -> str:
+    """The steps table of serve.json and each target of issue 25, met or not."""
+    d = load("serve.json")
+    by = {s["clients"]: s for s in d["steps"]}
+    rows = ["", "| clients | requests | q/s | p50 ms | p95 ms | p99 ms | errors | shed (503) "
+            "| server CPU ms/request |", "|---|---|---|---|---|---|---|---|---|"]
+    for s in d["steps"]:
+        rows.append(f"| {s['clients']} | {s['requests']:,} | {s['throughput_qps']:.1f} | "
+                    f"{s['p50_ms']:.1f} | {s['p95_ms']:.1f} | {s['p99_ms']:.1f} | {s['errors']} | "
+                    f"{s['shed']:,} | {s.get('server_cpu_ms_per_request', '')} |")
+    one, two, top = by[1], by[2], by[max(by)]
+    pub, soak = d["publishes"], d["soak"]
+    ratio = two["throughput_qps"] / one["throughput_qps"]
+    by_round = d.get("steps_throughput_2_over_1_by_round")
+
+    def mark(ok: bool) -> str:
+        return "**met**" if ok else "**not met**"
+    targets = [
+        f"2 clients p50 <= 15 ms: {mark(two['p50_ms'] <= 15)} ({two['p50_ms']:.1f} ms); "
+        f"p99 <= 40 ms: {mark(two['p99_ms'] <= 40)} ({two['p99_ms']:.1f} ms)",
+        f"2 clients >= 1.7x one client's throughput: {mark(ratio >= 1.7)} ({ratio:.2f}x, median "
+        "rounds" + (f"; by round {', '.join(f'{x:.2f}x' for x in by_round)}" if by_round else "")
+        + ")",
+        f"{top['clients']} clients shed (503) and keep the accepted p99 <= 100 ms, never crashing: "
+        f"{mark(top['shed'] > 0 and top['p99_ms'] <= 100 and d.get('steps_exit_code') == 0)} "
+        f"({top['shed']:,} shed, accepted p99 {top['p99_ms']:.1f} ms, server exit code "
+        f"{d.get('steps_exit_code')})",
+        f"RSS growth <= 5 % from 10k to 100k+ queries: "
+        f"{mark(soak['queries'] >= 100_000 and soak['growth'] <= 0.05)} ({soak['queries']:,} "
+        f"queries, {100 * soak['growth']:+.1f} %)",
+        f"0 failed requests across 5 publishes, each new generation serving within 2 s: "
+        f"{mark(pub['count'] >= 5 and pub['failed_requests'] == 0 and pub['switch_s_max'] is not None and pub['switch_s_max'] <= 2)} "
+        f"({pub['count']} publishes, {pub['failed_requests']} failed, switch max "
+        f"{pub['switch_s_max']:.2f} s)",
+        f"ready within 2 s of start on a warm Numba cache: {mark(d['ready_s'] <= 2)} "
+        f"({d['ready_s']:.2f} s, median)",
+    ]
+    return "\n".join(rows) + "\n\nTargets (issue 25):\n\n" + "".join(f"* {t}\n" for t in targets)
+
+
 def md_row(text: str, first: str) -> list[str]:
     """The cells of the Markdown table row whose first cell is ``first``."""
     for line in text.splitlines():

@@ -26,14 +26,16 @@ def add_serve_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: S
                    help="more methods to load prebuilt structures for (hyperrag build-methods)")
     s.add_argument("--workers", type=int, default=0, help="query threads (default: the cores)")
     s.add_argument("--queue", type=int, default=None,
-                   help="requests waiting beyond the workers before 503 (default 4 x workers)")
-    s.add_argument("--max-wait", type=float, default=0.05,
-                   help="seconds a request may wait for a worker before 503 (0: no limit)")
+                   help="requests waiting beyond the workers before 503 (default 2 x workers: "
+                        "an accepted request waits for at most 2 others per worker)")
+    s.add_argument("--max-wait", type=float, default=0.0,
+                   help="also 503 a request that waited this many seconds for a worker "
+                        "(default 0: no limit; the queue depth bounds the wait)")
     s.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     s.add_argument("--max-batch", type=int, default=64, help="questions per request")
     s.add_argument("--embed-threads", type=int, default=1,
                    help="ONNX intra-op threads per query (default 1: one per query thread)")
-    s.add_argument("--poll", type=float, default=0.25,
+    s.add_argument("--poll", type=float, default=0.1,
                    help="seconds between checks of each index's CURRENT")
     s.add_argument("--grace", type=float, default=30.0,
                    help="seconds to finish in-flight requests on SIGTERM/SIGINT")

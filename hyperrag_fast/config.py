@@ -40,7 +40,7 @@ _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weig
 _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25_weight=0.0,
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
-                     hop_titles=False, rank_weights=(), title_top=0)
+                     hop_titles=False, rank_weights=(), title_top=0, graph_gate=False)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -156,6 +156,12 @@ class HybridOptions:
     dense rank, similarity, STIBP score, BM25 and title terms), weights
     ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
 
+    graph_gate (ours, off): without ``rank_weights``, C_q is ranked by
+    (1 - g) prior / max(prior) + g pi / max(pi) with a per-query graph weight
+    g = 1 - max(prior) / sum(prior): a prior that puts its mass on one chunk (a page the
+    question names) keeps its order, a flat prior lets the graph reorder; with no graph
+    (pi = prior) the ranking is the prior's (issue 21, docs/architecture.md §5).
+
     Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
     single-word names, accent/article near-matches and embedded question phrases lost or
     tied on the dev families and were on in no preset."""
@@ -177,6 +183,7 @@ class HybridOptions:
         -1.819011, -20.043877, 21.183009, 12.882177, -0.235017, 1.516375, 3.35763, 0.706335,
         0.229618, 0.889873)
     title_top: int = 0
+    graph_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -331,15 +338,17 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: by the worst family's lift over dense (its tuning file is named beside each preset).
 #: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
 #: bge-small: ``benchmarks/experiments/results/quality_search/quality_search_bge.{md,json}``
-#: (HotpotQA sample and MuSiQue dev; its 2Wiki index was not built in time, so 2Wiki dev
-#: did not vote). Against bge's dense, PPR never earned its place (damping 0: rank by the
-#: prior), the dense term weighs more (lambda 1), and the calibrated ranker (weights
-#: trained on those two families, ``train_ranker.py``) orders C_q.
+#: (the same search and rule as MiniLM's, on all three dev families: 2Wiki dev, the HotpotQA
+#: sample, MuSiQue dev; 145 settings). Against bge's dense, PPR never earned its place
+#: (damping 0: C_q ranked without the chunk graph), delta .75, the named-title term 1, and
+#: the calibrated ranker (weights trained on the three families, ``train_ranker.py``)
+#: orders C_q. R@5 2Wiki dev .894 -> .919, HotpotQA .945 -> .940, MuSiQue dev .688 ->
+#: .687 against the earlier two-family preset; 2Wiki test (never searched) .886 -> .905.
 TUNED_BGE = QueryOptions(
-    stitch=TUNED_STITCH.replace(delta=0.8, lam=1.0, damping=0.0, ppr="none"),
-    hybrid=replace(TUNED_HYBRID, title_words=False, rank_weights=(
-        -0.330978, 0.431038, 0.431038, 5.680973, 5.680973, 0.613683, 11.806037, -0.592513,
-        0.668383, -0.832443)))
+    stitch=TUNED_STITCH.replace(delta=0.75, damping=0.0, ppr="none"),
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(
+        -0.362913, -4.952219, -4.952219, 6.855435, 6.855435, 1.754925, 10.580825, 9.492427,
+        0.607257, -0.722727)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

@@ -5,7 +5,7 @@
     lp = LocalPush(ptr, nbr, w)          # out-arcs of node i: nbr[ptr[i]:ptr[i+1]], weights w
     res = lp.topk(p, d=0.85, k=8)        # p: dense prior (or LocalPush.topk_sparse(ids, vals))
     res.top, res.certified               # top-k, and whether its order is the exact solve's
-    res = lp.approx(p, d=0.85, eps=1e-6) # every node within [x, x + eps * wsum] (symmetric w)
+    res = lp.approx(p, d=0.85, eps=1e-6) # every node within [x, x + d eps wsum] (symmetric w)
 """
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels.ppr_local import arc_scale, local_push_topk
+from .kernels.ppr_local import JUMP, PASS_FRACTION, SHRINK, arc_scale, local_push_topk
 
 
 @dataclass(frozen=True)
 class PushResult:
-    """Touched nodes ``ids`` with scores ``x`` (lower bounds) and bounds ``b``: the exact
-    score of ``ids[i]`` lies in [x[i], x[i] + b[i]], of any other node in [0, b_rest].
-    ``top``: the top-k of x (ties by lower id); ``certified``: its order is the exact one."""
+    """Touched nodes ``ids`` with lower bounds ``x`` (pushed mass plus (1 - d) r) and widths
+    ``b``: the exact score of ``ids[i]`` lies in [x[i], x[i] + b[i]], of any other node in
+    [0, b_rest]. ``top``: the top-k of x (ties by lower id); ``certified``: its order is the
+    exact one."""
 
     ids: np.ndarray
     x: np.ndarray
@@ -42,7 +43,8 @@ class PushResult:
 class LocalPush:
     """A graph prepared for local-push PPR (one scratch per thread, O(n) once)."""
 
-    def __init__(self, ptr, nbr, w, wsum=None, symmetric: bool | None = None) -> None:
+    def __init__(self, ptr, nbr, w, wsum=None, symmetric: bool | None = None,
+                 pass_fraction: float = PASS_FRACTION) -> None:
         ptr = np.ascontiguousarray(ptr, dtype=np.int64)
         nbr = np.ascontiguousarray(nbr, dtype=np.int32)
         w = np.ascontiguousarray(w, dtype=np.float64)
@@ -65,6 +67,10 @@ class LocalPush:
         self.wn = arc_scale(ptr, nbr, w, wsum)
         self.wmax = float(wsum.max()) if n else 0.0
         self.symmetric = is_symmetric(ptr, nbr, w) if symmetric is None else bool(symmetric)
+        if not 0.0 <= pass_fraction:
+            raise ValueError("pass_fraction must be >= 0")
+        #: pushes in a round from which it runs as node-order passes (0: always)
+        self.pass_min = int(np.ceil(n * pass_fraction)) if np.isfinite(pass_fraction) else 2**62
         self._local = threading.local()
 
     def _scratch(self):
@@ -76,26 +82,30 @@ class LocalPush:
             self._local.scratch = sc
         return sc
 
-    def topk(self, p, d: float, k: int, eps_min: float = 1e-12, shrink: float = 2.0) -> PushResult:
+    def topk(self, p, d: float, k: int, eps_min: float = 1e-12, shrink: float = SHRINK,
+             jump: float = JUMP) -> PushResult:
         """Certified top-k from the dense prior ``p`` (non-negative): push with a threshold
-        divided by ``shrink`` until the top-k order is certified or eps reaches ``eps_min``."""
+        lowered by ``shrink`` (or to rho*, at most by ``jump``: kernels/ppr_local.py) until
+        the top-k order is certified or eps reaches ``eps_min``."""
         p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1)
         if p.shape[0] != self.n:
             raise ValueError(f"p must have {self.n} entries, got {p.shape[0]}")
         ids = np.flatnonzero(p)
-        return self.topk_sparse(ids, p[ids], d, k, eps_min, shrink)
+        return self.topk_sparse(ids, p[ids], d, k, eps_min, shrink, jump=jump)
 
     def approx(self, p, d: float, eps: float) -> PushResult:
-        """One pass down to threshold ``eps``: 0 <= pi(v) - x(v) <= eps * wsum(v) on a
-        symmetric graph, <= the residual on any graph (both in ``b``)."""
+        """Push down to threshold ``eps``: 0 <= pi(v) - x(v) <= d eps wsum(v) on a symmetric
+        graph, <= d times the residual on any graph (both in ``b``)."""
         p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1)
         if p.shape[0] != self.n:
             raise ValueError(f"p must have {self.n} entries, got {p.shape[0]}")
         ids = np.flatnonzero(p)
         return self.topk_sparse(ids, p[ids], d, 0, eps, 2.0)
 
-    def topk_sparse(self, ids, vals, d: float, k: int, eps_min: float = 1e-12, shrink: float = 2.0) -> PushResult:
-        """:meth:`topk` from the prior's nonzeros (distinct ``ids``, values ``vals`` >= 0)."""
+    def topk_sparse(self, ids, vals, d: float, k: int, eps_min: float = 1e-12, shrink: float = SHRINK,
+                    eps0: float = 0.0, jump: float = JUMP) -> PushResult:
+        """:meth:`topk` from the prior's nonzeros (distinct ``ids``, values ``vals`` >= 0);
+        ``eps0`` > 0: the first threshold (default: max p / wsum / shrink)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64).reshape(-1)
         vals = np.ascontiguousarray(vals, dtype=np.float64).reshape(-1)
         if ids.shape != vals.shape:
@@ -106,11 +116,12 @@ class LocalPush:
             raise ValueError("prior values must be finite and >= 0")
         if not 0.0 <= d < 1.0:
             raise ValueError(f"damping must be in [0, 1), got {d}")
-        if not eps_min > 0 or not shrink > 1 or k < 0:
-            raise ValueError("eps_min must be > 0, shrink > 1 and k >= 0")
+        if not eps_min > 0 or not shrink > 1 or not jump >= shrink or k < 0:
+            raise ValueError("eps_min must be > 0, shrink > 1, jump >= shrink and k >= 0")
         x, s, flag, touched, queue = self._scratch()
         out = local_push_topk(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
-                              float(d), 0.0, float(eps_min), float(shrink), int(k), x, s, flag, touched, queue)
+                              float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k), self.pass_min,
+                              x, s, flag, touched, queue)
         i, xs, bs, b_rest, top, cert, eps, pushes, rsum, _rho = out
         return PushResult(i, xs, bs, float(b_rest), top, bool(cert), float(eps), int(pushes), float(rsum))
 

@@ -9,7 +9,7 @@ import pytest
 
 from hyperrag_fast import config
 from hyperrag_fast.config import TUNED, HybridOptions, QueryOptions, preset_for
-from hyperrag_fast.methods.stitch import FEATURES, fused_top, rank_features
+from hyperrag_fast.methods.stitch import FEATURES, fused_top, gated_top, graph_weight, rank_features
 
 
 def _weights(feature: str) -> tuple[float, ...]:
@@ -87,6 +87,35 @@ def test_features_literal():
     assert col["title"] == pytest.approx([0.75, 0.0, 0.0])
     ids, s = fused_top(cq, X, (1.0, *[0.0] * (len(FEATURES) - 1), 2.0), 2)
     assert ids.tolist() == [7, 3] and s.tolist() == pytest.approx([2.5, 1.0])
+
+
+def test_graph_gate_literal():
+    """g = 1 - max/sum of the prior; score (1 - g) prior share + g PPR share."""
+    cq = np.array([4, 8, 6])
+    prior = np.array([0.4, 0.35, 0.25])
+    pi = np.array([0.2, 0.5, 0.3])
+    assert graph_weight(prior) == pytest.approx(0.6)
+    ids, s = gated_top(cq, prior, pi, 3)
+    want = {4: 0.4 * 1.0 + 0.6 * 0.4, 8: 0.4 * 0.875 + 0.6 * 1.0, 6: 0.4 * 0.625 + 0.6 * 0.6}
+    assert ids.tolist() == [8, 4, 6] and s.tolist() == pytest.approx([want[8], want[4], want[6]])
+    one = np.array([1.0, 0.0, 0.0])  # the prior on one chunk: the graph does not reorder
+    assert graph_weight(one) == 0.0 and gated_top(cq, one, pi, 3)[0].tolist() == [4, 8, 6]
+    assert gated_top(cq, prior, prior, 3)[0].tolist() == [4, 8, 6]  # no graph: the prior's order
+
+
+def test_graph_gate_on_an_index(small):
+    """graph_gate on a real index: the top-k is C_q ordered by the gated score of its own
+    detail (prior, pi); off, the ranking is the kernel's (by pi)."""
+    ix, r = small
+    base = replace(TUNED, k_chunks=12, stitch=TUNED.stitch.replace(top_k=6),
+                   hybrid=replace(TUNED.hybrid, rank_weights=()))
+    gated = replace(base, hybrid=replace(base.hybrid, graph_gate=True))
+    row = {c.chunk_id: i for i, c in enumerate(ix.chunks)}
+    for q in QUESTIONS:
+        a = r.retrieve(q, gated, detail=True)
+        want, _ = gated_top(np.asarray(a.detail["cq"]), a.detail["cq_prior"], a.detail["cq_pi"], 6)
+        assert [row[x.chunk_id] for x in a.chunks] == want.tolist()
+    assert replace(config.PAPER_HYBRID).graph_gate is False and TUNED.hybrid.graph_gate is False
 
 
 def test_rank_weights_validated():

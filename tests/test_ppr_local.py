@@ -1,10 +1,11 @@
 """Twins and bounds of the local push (kernels/ppr_local.py, hyperrag_fast/ppr.py;
 docs/architecture.md §4, "Local push").
 
-The kernel must be its plain-Python twin push for push; every node's exact score must lie
-in [x, x + b] with the returned b; a certified top-k must be the exact solve's in order;
-the approximate mode must hold its stated bound eps * wsum(v) (symmetric graphs) and the
-residual (any graph); and the scratch must come back clean."""
+The kernel must be its plain-Python twin push for push, in FIFO rounds and in node-order
+passes; every node's exact score must lie in [x, x + b] with the returned lower bound x
+and width b; a certified top-k must be the exact solve's in order; the approximate mode
+must hold its stated bound d eps wsum(v) (symmetric graphs) and d R (any graph); and the
+scratch must come back clean."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.kernels.ppr_local import arc_scale, local_push_dense, local_push_topk
+from hyperrag_fast.kernels.ppr_local import arc_scale, local_push_dense, local_push_topk, pass_threshold
 from hyperrag_fast.ppr import LocalPush, is_symmetric
 
 from strategies import ppr_prior_and_damping
@@ -38,13 +39,14 @@ def cases(draw, symmetric=None):
     return W, p, d
 
 
-def _call(W, p, d, eps_min, k, sym, shrink=2.0):
+def _call(W, p, d, eps_min, k, sym, shrink=2.0, pass_min=None, jump=8.0):
     ptr, nbr, w, wsum = csr_of(W)
     n = wsum.shape[0]
+    pass_min = pass_threshold(n) if pass_min is None else pass_min
     seeds = np.flatnonzero(p)
     scratch = (np.zeros(n), np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int32), np.empty(n, np.int32))
     out = local_push_topk(ptr, nbr, arc_scale(ptr, nbr, w, wsum), wsum, float(wsum.max(initial=0.0)), sym,
-                          seeds, p[seeds], d, 0.0, eps_min, shrink, k, *scratch)
+                          seeds, p[seeds], d, 0.0, eps_min, shrink, jump, k, pass_min, *scratch)
     x, s, flag = scratch[:3]
     assert not x.any() and not s.any() and not flag.any(), "scratch left dirty"
     return (ptr, nbr, w, wsum), out
@@ -57,19 +59,25 @@ def _dense(ids, xs, n, fill=0.0):
 
 
 @SETTINGS
-@given(cases(), st.integers(0, 10), st.sampled_from([1e-3, 1e-6, 1e-10]), st.sampled_from([2.0, 4.0]))
-def test_local_push_is_its_twin(case, k, eps_min, shrink):
+@given(cases(), st.integers(0, 10), st.sampled_from([1e-3, 1e-6, 1e-10]), st.sampled_from([2.0, 4.0]),
+       st.sampled_from(["fifo", "passes", "default", "switch"]), st.sampled_from([1.0, 2.0, 8.0]))
+def test_local_push_is_its_twin(case, k, eps_min, shrink, mode, jump):
     W, p, d = case
     sym = bool(np.allclose(W, W.T))
-    (ptr, nbr, w, wsum), out = _call(W, p, d, eps_min, k, sym, shrink)
+    n = len(p)
+    pass_min = {"fifo": n + 1, "passes": 0, "default": pass_threshold(n),
+                "switch": int(np.count_nonzero(p)) + 2}[mode]
+    jump = jump * shrink
+    (ptr, nbr, w, wsum), out = _call(W, p, d, eps_min, k, sym, shrink, pass_min, jump)
     ids, xs, bs, b_rest, top, cert, eps, pushes, R, rho = out
     seeds = np.flatnonzero(p)
-    x, r, eps2, pushes2, order = local_push_twin(ptr, nbr, w, wsum, seeds, p[seeds], d, eps_min, shrink, k, sym)
+    x, r, eps2, pushes2, order, lo = local_push_twin(ptr, nbr, w, wsum, seeds, p[seeds], d, eps_min, shrink, k, sym,
+                                                     pass_min, jump)
     assert pushes == pushes2 and eps == eps2
     np.testing.assert_array_equal(ids, order)
-    np.testing.assert_allclose(_dense(ids, xs, len(p)), x, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(_dense(ids, xs, n), lo, rtol=0, atol=1e-15)
     assert abs(R - r.sum()) <= 1e-12
-    assert list(top) == sorted(range(len(p)), key=lambda i: (-x[i], i))[:k]
+    assert list(top) == sorted(range(n), key=lambda i: (-lo[i], i))[:k]
     # the returned widths are the stated ones (touched nodes: their own wsum)
     np.testing.assert_allclose(bs, push_bounds(r, wsum, d, sym)[ids] * (1 + 1e-9) + 1e-12, rtol=1e-9, atol=1e-15)
 
@@ -87,7 +95,7 @@ def test_every_score_within_its_bound_and_certified_order_is_exact(case, k, eps_
     err = exact - x
     assert np.all(err >= -1e-12), "push over-estimates"
     assert np.all(err <= b + 1e-12), "error over the stated bound"
-    assert np.all(err <= R + 1e-12)
+    assert np.all(err <= d * R + 1e-12)
     if cert:
         assert k > 0
         assert list(top) == sorted(range(n), key=lambda i: (-exact[i], i))[:k], "certified a wrong order"
@@ -98,7 +106,7 @@ def test_every_score_within_its_bound_and_certified_order_is_exact(case, k, eps_
 @SETTINGS
 @given(cases(symmetric=True), st.sampled_from([1e-2, 1e-4, 1e-6]))
 def test_approximate_mode_holds_its_stated_bound(case, eps):
-    """Symmetric graph, k = 0: every node within eps * wsum(v) of the exact score."""
+    """Symmetric graph, k = 0: every node within d eps wsum(v) of the exact score."""
     W, p, d = case
     lp = LocalPush(*csr_of(W)[:3])
     assert lp.symmetric
@@ -107,8 +115,8 @@ def test_approximate_mode_holds_its_stated_bound(case, eps):
     err = exact - res.dense(len(p))
     wsum = W.sum(axis=1)
     assert np.all(err >= -1e-12)
-    assert np.all(err <= eps * wsum + 1e-12), "approximate mode over eps * wsum"
-    assert np.all(err <= res.residual + 1e-12)
+    assert np.all(err <= d * eps * wsum + 1e-12), "approximate mode over d eps wsum"
+    assert np.all(err <= d * res.residual + 1e-12)
     assert res.eps == eps and not res.certified
 
 

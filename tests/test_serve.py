@@ -215,6 +215,37 @@ def test_query_batch_named_indexes_info_openapi_metrics(base_index, tmp_path):
         assert _metric(base, 'hyperrag_queue_depth{pool="query"}') == 0
 
 
+
+def _answer(r) -> dict:
+    """A query answer without its timings (which differ from run to run)."""
+    body = r.json()
+    for x in [body, *body.get("results", [])]:
+        x.pop("timings", None)
+    return body
+
+
+def test_the_fast_path_and_the_routes_answer_alike(base_index, tmp_path, monkeypatch):
+    """A valid query is answered by asgi.FastQuery; with its size limit below any body the
+    routes answer it (the body replayed to them): the same answers either way."""
+    from hyperrag_fast.serve import asgi
+    other = _build(tmp_path / "other", OTHER)
+    calls = [("/v1/query", {"query": Q, "top_k": 2}),
+             ("/v1/query", {"query": [Q, "Charles Babbage"], "include_text": False}),
+             ("/v1/indexes/other/query", {"query": "Where was Marie Curie born?", "method": "dense"}),
+             ("/v1/indexes/nope/query", {"query": Q}),
+             ("/v1/query", {"query": ""})]
+    with serving({"main": base_index, "other": other}) as (base, _, _), \
+            httpx.Client(base_url=base) as c:
+        fast = [(r.status_code, _answer(r)) for r in (c.post(u, json=b) for u, b in calls)]
+        monkeypatch.setattr(asgi.FastQuery, "LIMIT", -1)
+        routed = [(r.status_code, _answer(r)) for r in (c.post(u, json=b) for u, b in calls)]
+        assert [s for s, _ in fast] == [200, 200, 200, 404, 400]
+        assert fast == routed
+        _until(lambda: _metric(base, 'hyperrag_requests_total{endpoint="/v1/query",'
+                                     'method="stitch",status="200"}') == 4, "the request count")
+        assert _metric(base, 'hyperrag_errors_total{endpoint="/v1/indexes/{name}/query",'
+                             'kind="not_found"}') == 2
+
 BAD = [
     ({"query": ""}, 400, "empty query"),
     ({"query": []}, 400, "empty batch"),
@@ -306,6 +337,33 @@ def test_a_request_queued_past_max_wait_is_shed(base_index):
         shed = next(x for x in out if x.status_code == 503)
         assert shed.headers["retry-after"] == "1" and "over the 300 ms" in shed.json()["error"]
 
+
+
+def test_by_default_a_long_wait_in_the_queue_is_not_shed(base_index):
+    """The default policy bounds admission by depth only (``--max-wait 0``, ``--queue`` 2 x
+    workers): a request within the bound waits as long as it takes (up to ``--timeout``)."""
+    from hyperrag_fast.cli import build_parser
+    from hyperrag_fast.serve.main import build
+    a = build_parser().parse_args(["serve", str(base_index), "--workers", "3"])
+    _, pool, _, _ = build(a, embedders=lambda name: HashingEmbedder())
+    assert (pool.workers, pool.queue, pool.max_wait) == (3, 6, None)
+    pool.shutdown()
+    gate = Gate()
+    with serving({"main": base_index}, workers=1, queue=1, embedder=gate) as (base, _, _):
+        gate.armed = True
+        out: list = []
+        ts = [threading.Thread(target=lambda: out.append(
+            httpx.post(f"{base}/v1/query", json={"query": Q}, timeout=DEADLINE)))
+            for _ in range(2)]
+        ts[0].start()
+        assert gate.entered.wait(DEADLINE)
+        ts[1].start()
+        _until(lambda: _metric(base, 'hyperrag_queue_depth{pool="query"}') == 1, "a queued request")
+        time.sleep(0.4)  # the condition under test: a wait far beyond the old 50 ms bound
+        gate.open()
+        for t in ts:
+            t.join(DEADLINE)
+        assert [x.status_code for x in out] == [200, 200]
 
 def test_request_timeout_answers_504(base_index):
     gate = Gate()
@@ -530,6 +588,21 @@ def test_cli_serve_subprocess_ready_query_sigterm(base_index, tmp_path):
             p.kill()
             p.communicate()
 
+
+
+def test_accepted_connections_have_no_nagle_delay():
+    """The listening socket sets TCP_NODELAY and accepted connections inherit it, so a
+    response written in two parts is not held until the client's delayed ACK under a loop
+    that does not set it per connection (asyncio's)."""
+    sock = _bind("127.0.0.1", 0)
+    sock.listen(1)
+    client = socket.create_connection(sock.getsockname()[:2])
+    conn, _ = sock.accept()
+    try:
+        assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        for s_ in (conn, client, sock):
+            s_.close()
 
 def test_cli_serve_errors_are_one_line(tmp_path, monkeypatch, capsys):
     from hyperrag_fast import cli, serve

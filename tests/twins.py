@@ -199,14 +199,19 @@ def csr_of(W):
 
 
 
-def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym):
+def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, pass_min=None, jump=8.0):
     """Plain-Python transcription of ``kernels.ppr_local.local_push_topk``'s schedule (the
     same scaled residual s = r / wsum and the same operations, so the same floats): rounds
-    of FIFO pushes of every node with s > eps, the threshold going from max s / shrink down
-    by ``shrink`` to ``eps_min``; with k > 0 it stops after the first round whose top-k is
-    separated by the bounds of :func:`push_bounds` (untouched nodes taking the largest
-    wsum, as the kernel does). Returns (x, r, eps, pushes, touched) as dense arrays."""
+    at a threshold eps starting at max s / shrink; a round pushes every node with s > eps,
+    FIFO until it has pushed or queued ``pass_min`` nodes, then in passes over the nodes in
+    id order until none is above eps; with k > 0 it stops after the first round whose top-k
+    (by the lower bound x + (1 - d) r) is separated by the widths of :func:`push_bounds`
+    (untouched nodes outside the top taking the largest wsum, as the kernel does), else the
+    next eps is eps / shrink, or rho* (:func:`push_rho_star`) when smaller, but at least
+    eps / jump; down to ``eps_min``. Returns (x, r, eps, pushes, touched, lo) as dense
+    arrays (x: the pushed mass)."""
     n = len(wsum)
+    pass_min = max(1, int(np.ceil(n * 0.25))) if pass_min is None else pass_min
     x, s = np.zeros(n), np.zeros(n)
     order, seen = [], set()
 
@@ -214,6 +219,22 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym):
         if u not in seen:
             seen.add(u)
             order.append(u)
+
+    def push(u):
+        su, s[u] = s[u], 0.0
+        x[u] += (1.0 - d) * su * wsum[u]
+        crossed = []
+        for kx in range(ptr[u], ptr[u + 1]):
+            j = int(nbr[kx])
+            touch(j)
+            if wsum[j] == 0:  # dangling: keeps what it receives
+                x[j] += d * su * w[kx]
+                continue
+            old = s[j]
+            s[j] = old + d * su * (w[kx] / wsum[j])
+            if s[j] > eps and not old > eps:
+                crossed.append(j)
+        return crossed
 
     for u, v in zip(seeds, vals):
         touch(u)
@@ -225,36 +246,67 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym):
     pushes = 0
     while True:
         queue = deque(u for u in order if s[u] > eps)
-        while queue:
+        done = 0
+        while queue and done + len(queue) < pass_min:
             u = queue.popleft()
-            su, s[u] = s[u], 0.0
             pushes += 1
-            x[u] += (1.0 - d) * su * wsum[u]
-            for kx in range(ptr[u], ptr[u + 1]):
-                j = int(nbr[kx])
-                touch(j)
-                if wsum[j] == 0:  # dangling: keeps what it receives
-                    x[j] += d * su * w[kx]
-                    continue
-                old = s[j]
-                s[j] = old + d * su * (w[kx] / wsum[j])
-                if s[j] > eps and not old > eps:
-                    queue.append(j)
+            done += 1
+            queue.extend(push(u))
+        if queue:
+            while np.any(s > eps):
+                for u in range(n):
+                    if s[u] > eps:
+                        pushes += 1
+                        push(u)
         r = s * wsum
-        if (k > 0 and top_certified(x, _kernel_bounds(r, wsum, d, sym, seen), k)) or eps <= eps_min:
-            return x, r, eps, pushes, np.array(order, dtype=np.int64)
-        eps = max(eps / shrink, eps_min)
+        lo = x + (1.0 - d) * s * wsum  # the kernel's rounding
+        if (k > 0 and top_certified(lo, _kernel_bounds(r, wsum, d, sym, seen, lo, k), k)) or eps <= eps_min:
+            return x, r, eps, pushes, np.array(order, dtype=np.int64), lo
+        nxt = eps / shrink
+        if k > 0 and sym:
+            rstar = push_rho_star(lo, wsum, d, k, seen)
+            if 0 < rstar < nxt:
+                nxt = max(rstar, eps / jump)
+        eps = max(nxt, eps_min)
 
 
-def _kernel_bounds(r, wsum, d, sym, seen):
-    """:func:`push_bounds` with the kernel's rounding slack, untouched nodes at max wsum."""
+def push_rho_star(lo, wsum, d, k, seen):
+    """The largest rho under which the lower bounds ``lo`` would be separated by the widths
+    d wsum(v) rho: each top-k entry (ties by lower id) above every later node's lo + width,
+    untouched nodes outside the top at the largest wsum; 0 when some pair cannot be
+    (a later node's lo not below); nodes of wsum 0 (width 0) ask nothing."""
+    if d == 0:
+        return 0.0
+    n = len(lo)
+    order = sorted(range(n), key=lambda i: (-lo[i], i))
+    top, rest = order[:k], order[k:]
+    best = np.inf
+
+    def need(above, below, wv):
+        nonlocal best
+        if d * wv <= 0:
+            return
+        best = 0.0 if not above > below else min(best, (above - below) / (d * wv))
+
+    lk = lo[top[-1]]
+    if any(i not in seen for i in rest):
+        need(lk, 0.0, np.max(wsum, initial=0.0))
+    for i in rest:
+        if i in seen:
+            need(lk, lo[i], wsum[i])
+    for j in range(len(top) - 1, -1, -1):
+        for i in range(j):
+            need(lo[top[i]], lo[top[j]], wsum[top[j]])
+    return best if best < np.inf else 0.0
+
+
+def _kernel_bounds(r, wsum, d, sym, seen, lo, k):
+    """:func:`push_bounds` with the kernel's rounding slack; untouched nodes outside the
+    top-k of ``lo`` at max wsum (the kernel's one bound for all of them)."""
     wmax = np.max(wsum, initial=0.0)
-    ws = np.array([wsum[i] if i in seen else wmax for i in range(len(wsum))])
-    R, rho = r.sum(), _rho(r, wsum)
-    b = r + d * (R - r)
-    if sym:
-        b = np.minimum(b, (1 - d) * r + d * ws * rho)
-    return b * (1 + 1e-9) + 1e-12
+    top = set(sorted(range(len(lo)), key=lambda i: (-lo[i], i))[:k])
+    ws = np.array([wsum[i] if i in seen or i in top else wmax for i in range(len(wsum))])
+    return push_bounds(r, ws, d, sym, rho=_rho(r, wsum)) * (1 + 1e-9) + 1e-12
 
 
 def _rho(r, wsum):
@@ -262,14 +314,14 @@ def _rho(r, wsum):
     return np.max(r[pos] / wsum[pos], initial=0.0)
 
 
-def push_bounds(r, wsum, d, sym):
-    """Per-node width b(v) of [x(v), x(v) + b(v)] for residual r (docs/architecture.md §4,
-    local push): r(v) + d (R - r(v)), and on a symmetric graph also
-    (1 - d) r(v) + d wsum(v) rho with rho = max r / wsum."""
-    R = r.sum()
-    b = r + d * (R - r)
+def push_bounds(r, wsum, d, sym, rho=None):
+    """Width b(v) of [lo(v), lo(v) + b(v)], lo = x + (1 - d) r, for residual r
+    (docs/architecture.md §4, local push): d R, and on a symmetric graph also
+    d wsum(v) rho with rho = max r / wsum."""
+    rho = _rho(r, wsum) if rho is None else rho
+    b = np.full(len(wsum), d * r.sum())
     if sym:
-        b = np.minimum(b, (1 - d) * r + d * wsum * _rho(r, wsum))
+        b = np.minimum(b, d * wsum * rho)
     return b
 
 

@@ -79,6 +79,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                           (named, share))
         if hybrid.rank_weights:
             ids, scores = fused_top(r.cq, X, hybrid.rank_weights, stitch.top_k)
+    if hybrid.graph_gate and not hybrid.rank_weights:
+        ids, scores = gated_top(r.cq, r.cq_prior, r.cq_pi, stitch.top_k)
     graph_ms = _ms(t0)
     d = None
     if detail:
@@ -141,6 +143,24 @@ def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
     """Top-k C_q chunks by bias + X @ w (stable: ties keep C_q order)."""
     w = np.asarray(weights, np.float64)
     s = X @ w[1:] + w[0]
+    order = np.argsort(-s, kind="stable")[:top_k]
+    return cq[order].astype(np.int64), s[order]
+
+
+def graph_weight(prior: np.ndarray) -> float:
+    """``HybridOptions.graph_gate``'s per-query graph weight: 1 - max(prior) / sum(prior)
+    (0 when the prior sits on one chunk, towards 1 when it is flat)."""
+    tot = float(prior.sum()) if prior.size else 0.0
+    return 1.0 - float(prior.max()) / tot if tot > 0 else 1.0
+
+
+def gated_top(cq: np.ndarray, prior: np.ndarray, pi: np.ndarray,
+              top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k C_q chunks by (1 - g) prior share + g PPR share, g = :func:`graph_weight`
+    (stable: ties keep C_q order)."""
+    prior, pi = np.asarray(prior, np.float64), np.asarray(pi, np.float64)
+    g = graph_weight(prior)
+    s = (1.0 - g) * _share(prior) + g * _share(pi)
     order = np.argsort(-s, kind="stable")[:top_k]
     return cq[order].astype(np.int64), s[order]
 

@@ -14,19 +14,18 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..methods import MissingPrebuilt
+from .asgi import FastQuery, Observe, endpoint as _endpoint, no_body
 from .metrics import Metrics
 from .options import AskRequest, QueryRequest, preset as preset_options, query_options, questions
 from .pool import Overloaded, QueryPool, QueryTimeout
 from .registry import Registry
 
 log = logging.getLogger("hyperrag_fast.serve")
-_ENDPOINTS = ("/v1/query", "/v1/ask", "/v1/info", "/healthz", "/readyz", "/metrics",
-              "/openapi.json", "/docs")
 
 
 class Problem(Exception):
@@ -64,42 +63,6 @@ class QueryResponse(BaseModel):
     chunks: list[ChunkOut] | None = None
     timings: dict[str, float] | None = None
     results: list[ResultOut] | None = None
-
-
-def _endpoint(path: str) -> str:
-    """The route template of ``path`` (bounded metric labels)."""
-    if path in _ENDPOINTS:
-        return path
-    parts = path.split("/")
-    if len(parts) == 5 and parts[:3] == ["", "v1", "indexes"] and parts[4] in ("query", "ask", "info"):
-        return f"/v1/indexes/{{name}}/{parts[4]}"
-    return "other"
-
-
-class _Observe:
-    """ASGI middleware: every request's status and latency into ``metrics``."""
-
-    def __init__(self, app, metrics: Metrics) -> None:
-        self.app, self.metrics = app, metrics
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        t0 = time.perf_counter()
-        status = [500]
-
-        async def send_status(msg):
-            if msg["type"] == "http.response.start":
-                status[0] = msg["status"]
-            await send(msg)
-
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            ep = _endpoint(scope["path"])
-            method = scope.setdefault("state", {}).get("method", "")
-            self.metrics.requests.labels(ep, method, str(status[0])).inc()
-            self.metrics.latency.labels(ep, method).observe(time.perf_counter() - t0)
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -164,7 +127,8 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
 
     app = FastAPI(title="hyperrag serve", version=__version__, lifespan=lifespan,
                   description="Multi-hop retrieval (STITCH-RAG, CODA) over live indexes.")
-    app.add_middleware(_Observe, metrics=metrics)
+    app.add_middleware(FastQuery, answer=lambda *a: fast_query(*a))
+    app.add_middleware(Observe, metrics=metrics)  # added last: outermost, sees both paths
 
     def fail(p: Problem, endpoint: str) -> Response:
         metrics.errors.labels(endpoint, p.kind).inc()
@@ -185,11 +149,14 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         kind = "not_found" if exc.status_code == 404 else "bad_request"
         return fail(Problem(exc.status_code, kind, str(exc.detail)), _endpoint(request.url.path))
 
+    def internal(path: str, exc: Exception) -> Response:
+        log.exception("internal error on %s", path)
+        return fail(Problem(500, "internal", f"internal error ({type(exc).__name__}); see the "
+                            "server log"), _endpoint(path))
+
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):
-        log.exception("internal error on %s", request.url.path)
-        return fail(Problem(500, "internal", f"internal error ({type(exc).__name__}); see the "
-                            "server log"), _endpoint(request.url.path))
+        return internal(request.url.path, exc)
 
     def live(name: str | None):
         ix = registry.get(name)
@@ -211,7 +178,8 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         except MissingPrebuilt as e:
             raise Problem(400, "bad_request", str(e).splitlines()[0]) from None
 
-    async def do_query(name: str | None, req: QueryRequest, request: Request) -> Response:
+    async def answer_query(name: str | None, req: QueryRequest, state: dict) -> dict[str, Any]:
+        """The answer body of a validated query request; ``state["method"]``: its method."""
         ix = live(name)
         try:
             base = ix.options if req.preset is None else preset_options(
@@ -221,7 +189,7 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
             qs = questions(req.query, max_batch)
         except ValueError as e:
             raise Problem(400, "bad_request", str(e).splitlines()[0]) from None
-        request.state.method = opts.method
+        state["method"] = opts.method
 
         def job():
             with ix.lease() as g:
@@ -231,8 +199,28 @@ def create_app(registry: Registry, pool: QueryPool, metrics: Metrics, *,
         metrics.queries.labels(ix.name, opts.method).inc(len(qs))
         head = {"index": ix.name, "generation": gen, "method": opts.method}
         if isinstance(req.query, str):
-            return _json({**head, **_result(results[0], req.include_text)})
-        return _json({**head, "results": [_result(r, req.include_text) for r in results]})
+            return {**head, **_result(results[0], req.include_text)}
+        return {**head, "results": [_result(r, req.include_text) for r in results]}
+
+    async def do_query(name: str | None, req: QueryRequest, request: Request) -> Response:
+        return _json(await answer_query(name, req, request.scope.setdefault("state", {})))
+
+    async def fast_query(scope, name: str | None, body: bytes, send) -> bool:
+        """Answer a query route's request whose body validates (see :class:`~.asgi.FastQuery`);
+        False (nothing sent) when it does not: the routes below answer it."""
+        try:
+            req = QueryRequest.model_validate_json(body)
+        except ValidationError:
+            return False
+        state = scope.setdefault("state", {})
+        try:
+            out = _json(await answer_query(name, req, state))
+        except Problem as p:
+            out = fail(p, _endpoint(scope["path"]))
+        except Exception as e:  # noqa: BLE001 - as the routes' handler: logged, one line
+            out = internal(scope["path"], e)
+        await out(scope, no_body, send)
+        return True
 
     @app.post("/v1/query", response_model=QueryResponse, summary="retrieve (default index)")
     async def query(req: QueryRequest, request: Request):

@@ -18,6 +18,11 @@ from ..embed.onnx_encoder import default_threads
 from ..store import read_manifest
 
 
+#: the default queue per worker (``--queue``): admission is bounded by depth, not by wait
+#: (docs/architecture.md §11, "Pool and overload")
+QUEUE_PER_WORKER = 2
+
+
 def index_specs(items: list[str]) -> dict[str, str]:
     """``NAME=PATH`` or ``PATH`` (named after its folder) -> {name: path}; each checked."""
     out: dict[str, str] = {}
@@ -46,6 +51,10 @@ def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # accepted connections inherit it (Linux): a response written in two parts is not
+    # held back by Nagle's algorithm until the client's delayed ACK (~40 ms); uvloop sets
+    # it on each connection itself, asyncio's loop (no uvloop, e.g. Windows) does not
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as e:
@@ -94,7 +103,7 @@ def build(a, embedders=None):
     structures = sorted({s for m in (a.methods or []) + [a.method or preset(a.preset, None).method]
                          for s in needs(m)})
     workers = a.workers or default_threads()
-    queue = 4 * workers if a.queue is None else a.queue
+    queue = QUEUE_PER_WORKER * workers if a.queue is None else a.queue
     metrics = Metrics()
     registry = Registry(specs, opts, metrics, embedders=embedders, embed_threads=a.embed_threads,
                         verify=not a.no_verify, structures=structures, poll_s=a.poll)

@@ -194,7 +194,7 @@ class Registry:
     def __init__(self, specs: dict[str, str], options: OptionsFor, metrics,
                  embedders: EmbedderFactory | None = None, embed_threads: int = 1,
                  verify: bool = True, structures: Sequence[str] = (),
-                 poll_s: float = 0.25) -> None:
+                 poll_s: float = 0.1) -> None:
         if not specs:
             raise ValueError("serve at least one index")
         self.metrics, self.poll_s = metrics, poll_s
