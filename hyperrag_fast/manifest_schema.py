@@ -1,8 +1,10 @@
 """The shape of ``manifest.json`` (docs/architecture.md §3), checked on every load.
 
-The manifest holds the checksums of the other files, so nothing checksums it: a damaged
-or hand-edited one must fail here, as :class:`IndexCorruptedError` naming the key, not
-later as a ``KeyError`` or ``TypeError`` deep in the loader (issue 24). A leaf module.
+The manifest holds the checksums of the other files; its seal (``manifest.xxh3``,
+:func:`hyperrag_fast.checksums.check_seal`) catches damage, but not a hand-edited one
+sealed again, one read with ``--no-verify`` or one saved before seals: such a manifest
+must fail here, as :class:`IndexCorruptedError` naming the key, not later as a
+``KeyError`` or ``TypeError`` deep in the loader (issue 24). A leaf module.
 """
 from __future__ import annotations
 

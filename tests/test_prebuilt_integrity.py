@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from hyperrag_fast import publish
+from test_first_build import KILL_AT  # hyperrag, SIGKILLed at the publish step argv[1]
 from hyperrag_fast.checksums import FAST, file_digest
 from hyperrag_fast.store import generation_dir
 
@@ -278,18 +279,6 @@ def test_build_methods_takes_the_writer_lock(ix):
         r = _cli("build-methods", ix, "merge_full", cwd=ix.parent)
     assert r.returncode == 2 and "being written" in r.stderr, r.stderr[-800:]
     assert len(r.stderr.strip().splitlines()) == 1
-
-
-KILL_AT = """
-import os, signal, sys
-from hyperrag_fast import cli, publish
-step = sys.argv.pop(1)
-def kill(s):
-    if s == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-publish.set_step_hook(kill)
-sys.exit(cli.main(sys.argv[1:]))
-"""
 
 
 @pytest.mark.parametrize("step", ["cleaned", "generation_written", "pointer_temp",
