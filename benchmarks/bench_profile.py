@@ -2,9 +2,10 @@
 
     python benchmarks/bench_profile.py                      # 1e6 states, 200 queries
 
-Re-runs the composition of ``kernels/query.py`` stage by stage from Python (activate,
-spatial, temporal, query_chunk_set, project_scores, chunk_prior, chunk_graph, ppr,
-topk + reset_scratch), timing each call; checks the top-k equals ``StitchEngine.query``.
+Runs the library's stage-by-stage replay of ``kernels/query.py``
+(``hyperrag_fast.engine_stages.query_stages``: activate, spatial, temporal, query_chunk_set,
+project_scores, chunk_prior, chunk_graph, ppr, topk + reset_scratch), timing each call;
+checks the top-k equals ``StitchEngine.query``.
 Caches are flushed (64 MB streamed) before the staged replay and before the whole
 ``StitchEngine.query`` of each query, so both are cold-cache figures (a stream of
 queries keeps more of the index in cache: compare ``bench_scale.py``).
@@ -22,13 +23,8 @@ import time
 
 import numpy as np
 
-from hyperrag_fast.engine import kernel_params
-from hyperrag_fast.kernels import params as P
-from hyperrag_fast.kernels.chunk_graph import chunk_graph
-from hyperrag_fast.kernels.ppr import ppr_power_topk, ppr_push_topk, topk_desc
-from hyperrag_fast.kernels.projection import chunk_prior, project_scores, query_chunk_set
+from hyperrag_fast.engine_stages import STAGES, query_stages
 from hyperrag_fast.kernels.scratch import reset_scratch
-from hyperrag_fast.kernels.stibp import activate, spatial, temporal
 
 try:
     from . import _common as C
@@ -38,10 +34,6 @@ except ImportError:
     import _common as C
     from _setup import VARIANTS, describe, setup
     from bench_scale import graph_arc_bound
-
-STAGES = ("activate", "spatial", "temporal", "query_chunk_set", "project_scores", "chunk_prior",
-          "chunk_graph", "ppr", "topk_reset")
-
 
 _FLUSH = np.ones(64 * 1024 * 1024 // 8)  # 64 MB, twice this machine's L3
 
@@ -53,41 +45,10 @@ def flush_caches():
 
 
 def staged(eng, opts, q, cn, cc, bonus=None, seeds=None, seed_values=None):
-    ix, sc, prm = eng.index_arrays(opts), eng._scratch(), kernel_params(opts)
-    q = np.ascontiguousarray(q, dtype=eng.node_vec.dtype)
-    cn = np.ascontiguousarray(cn, dtype=np.int64)
-    cc = np.ascontiguousarray(cc, dtype=np.int64)
-    e_i = np.empty(0, dtype=np.int64) if seeds is None else np.ascontiguousarray(seeds, dtype=np.int64)
-    e_f = np.empty(0, dtype=np.float64) if seed_values is None else np.ascontiguousarray(seed_values, dtype=np.float64)
-    bonus = np.zeros(cc.shape[0]) if bonus is None else np.ascontiguousarray(bonus, dtype=np.float64)
-    div = prm[P.AGG_DIV]
-    t = [time.perf_counter()]
-    n_act = activate(ix, sc, q, cn, e_i, e_f, prm[P.DELTA]); t.append(time.perf_counter())
-    if prm[P.SPATIAL] != 0:
-        spatial(ix, sc, q, n_act)
-    t.append(time.perf_counter())
-    if prm[P.TEMPORAL] != 0:  # as kernels.stibp.run_stibp
-        beta = prm[P.TEMPORAL_FROM_SPACE]
-        n_src = sc[14][0] if beta > 0.0 else n_act
-        temporal(ix, sc, q, n_src, int(prm[P.DECAY]), prm[P.TEMPORAL_MAX_GROUP], beta)
-    t.append(time.perf_counter())
-    cq = query_chunk_set(ix, sc, cc, div); t.append(time.perf_counter())
-    score = project_scores(ix, sc, div); t.append(time.perf_counter())
-    prior, _ = chunk_prior(ix, sc, q, cq, score, cc, bonus, prm); t.append(time.perf_counter())
-    ptr, nbr, w, wsum = chunk_graph(ix, sc, cq, prm[P.GRAPH_MAX_GROUP], int(prm[P.GRAPH_WEIGHT]))
-    t.append(time.perf_counter())
-    if int(prm[P.PPR]) == P.PPR_POWER:
-        pi, work, _b, _c = ppr_power_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL],
-                                          int(prm[P.MAX_ITER]), int(prm[P.TOPK]))
-    else:
-        pi, _r, work = ppr_push_topk(ptr, nbr, w, wsum, prior, prm[P.DAMPING], prm[P.TOL], int(prm[P.TOPK]))
-    t.append(time.perf_counter())
-    order = topk_desc(pi, int(prm[P.TOPK]))
-    top = cq[order]
-    reset_scratch(sc, cq)
-    t.append(time.perf_counter())
-    return np.diff(t), top, {"n_active": int(n_act), "cq": int(cq.shape[0]), "arcs": int(nbr.shape[0]),
-                             "ppr_work": int(work)}
+    """(seconds per stage, top-k ids, sizes) of one query replayed stage by stage by the
+    library (``engine_stages.query_stages``)."""
+    r = query_stages(eng, q, cn, cc, opts, chunk_bonus=bonus, seed_nodes=seeds, seed_values=seed_values)
+    return r.seconds, r.chunk_ids, r.info
 
 
 def main():

@@ -46,6 +46,9 @@ def main() -> None:
     ap.add_argument("--search", action="append", required=True,
                     help="quality_search.py output (.json), one per embedder; the first fills "
                          "the issue-15 keys")
+    ap.add_argument("--ranker-lofo", action="append", default=[],
+                    help="train_ranker.py output (.json), one per embedder: the ranker stage "
+                         "alone trained leave-one-family-out")
     ap.add_argument("--out", default="generalization.json")
     a = ap.parse_args()
     searches = [json.loads(Path(p).read_text()) for p in a.search]
@@ -74,10 +77,22 @@ def main() -> None:
                             "own_best_rule": r["own_best_rule"]}
         per_embedder[emb] = {f: {"stitch": _rec(x["selected"][f]), "dense": _rec(x["dense"][f])}
                              for f in SETS if f in x["selected"]}
+    ranker = {}
+    for p in a.ranker_lofo:
+        x = json.loads(Path(p).read_text())
+        ranker[SHORT.get(x["embedder"], x["embedder"])] = {
+            "file": p, "command": x["command"], "git_commit": x["git_commit"],
+            "rule": "the embedder's preset upstream of the ranker fixed; the ranker trained on "
+                    "the other two families (trained_on_others) beside trained on all three "
+                    "(in-sample) and no ranker",
+            **{f: {k: v for k, v in r.items() if k != "weights"} | {
+                "trained_on_others": {k: v for k, v in r["trained_on_others"].items() if k != "weights"}}
+               for f, r in x["families"].items()}}
     src = [{"file": p, "command": x["command"], "git_commit": x["git_commit"],
             "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
     out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,
-           "by_type": by_type, "leave_one_family_out": lofo, "per_embedder": per_embedder,
+           "by_type": by_type, "leave_one_family_out": lofo,
+           "ranker_leave_one_family_out": ranker, "per_embedder": per_embedder,
            "objective": s["objective"], "selection": s["selection"],
            "sources": {"search": src[0], "searches": src},
            "run": {"command": C.command(), "machine": C.machine()}}

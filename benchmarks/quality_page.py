@@ -164,6 +164,19 @@ def lofo_section() -> list[str]:
             out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
                        f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
                        f"{x['own_best']['recall@5']:.3f} | {gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    ranker = g.get("ranker_leave_one_family_out", {})
+    if ranker:
+        out += ["", "The ranker stage alone leave-one-family-out (the preset upstream of the ranker "
+                    "fixed; weights trained on the other two families, `train_ranker.py`; R@5):", "",
+                "| family | embedder | no ranker | ranker trained on all three (in-sample) | "
+                "ranker trained on the other two | gap |", "|---|---|---|---|---|---|"]
+        for emb, x in ranker.items():
+            for fam in [f for f in x if isinstance(x[f], dict) and "no_ranker" in x[f]]:
+                r = x[fam]
+                gap = r["trained_on_all"]["recall@5"] - r["trained_on_others"]["recall@5"]
+                out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
+                           f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
+                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
     return out + [""]
 
 
@@ -189,6 +202,20 @@ def not_beating_dense(sets: list[tuple[str, dict]]) -> list[str]:
                     f"R@{k} stitch {a[f'recall@{k}']:.3f} vs dense {b[f'recall@{k}']:.3f}" for k in ks))
     if not found:
         out.append("* none: `stitch` is above `dense` in every cell.")
+    out += ["", "And where `stitch` is below `no_ppr` (the graph stage costs recall; all questions, "
+                "R@2/5/8):", ""]
+    below = 0
+    for label, res in sets:
+        ms = res["methods"]
+        if "stitch" in ms and "no_ppr" in ms:
+            ks = [k for k in (2, 5, 8) if ms["stitch"][f"recall@{k}"] < ms["no_ppr"][f"recall@{k}"]]
+            if ks:
+                below += 1
+                out.append(f"* {label}: " + "; ".join(
+                    f"R@{k} stitch {ms['stitch'][f'recall@{k}']:.3f} vs no_ppr {ms['no_ppr'][f'recall@{k}']:.3f}"
+                    for k in ks))
+    if not below:
+        out.append("* none.")
     return out + [""]
 
 

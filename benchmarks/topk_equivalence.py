@@ -3,8 +3,9 @@
     # 1. with each checkout's code first on the path, dump the top-8 of every method:
     PYTHONPATH=<before checkout> python benchmarks/topk_equivalence.py dump before.npz --index indexes/2wiki --cache-dir cache
     PYTHONPATH=<after checkout>  python benchmarks/topk_equivalence.py dump after.npz --index indexes/2wiki --cache-dir cache
-    # 2. compare:
-    python benchmarks/topk_equivalence.py compare before.npz after.npz
+    # 2. compare (several dumps per side: their methods together; a method dumped for fewer
+    #    questions on one side is compared on the questions both hold):
+    python benchmarks/topk_equivalence.py compare --before before.npz --after after.npz
     # 3. graph-stage speed: alternate before/after dumps of stitch and stitch_paper, then
     python benchmarks/topk_equivalence.py speed --before b1.npz b2.npz --after a1.npz a2.npz
 
@@ -21,6 +22,7 @@ both runs (same machine, run one after the other).
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 import time
 from dataclasses import replace
@@ -103,28 +105,51 @@ def dump(a):
         out[m + "_ids"], out[m + "_scores"], out[m + "_graph_ms"] = np.array(ids), np.array(sc), np.array(t)
         print(m, "graph_ms p50", round(float(np.median(t)), 4), "wall s", round(time.perf_counter() - t0, 1),
               flush=True)
-    np.savez(a.file, **out)
+        np.savez(a.file, **out)  # after every method: a stopped dump keeps what it finished
+
+
+def _dumps(files):
+    """{array name: array} of one side's dumps (several files: their methods together)."""
+    arrays, sides = {}, []
+    for f in files:
+        z = np.load(f)
+        sides.append(z)
+        arrays.update({k: z[k] for k in z.files if k.endswith(("_ids", "_scores", "_graph_ms"))})
+    return arrays, sides
 
 
 def compare(a):
-    x, y = np.load(a.before), np.load(a.after)
-    def side(z, f, note):
-        return {"file": f, "code": str(z["code"]),
-                "command": str(z["command"]) if "command" in z.files else note}
-    res = {"before": side(x, a.before, a.before_command), "after": side(y, a.after, a.after_command),
-           "note": a.note, "methods": {}}
-    for m in sorted({k[:-4] for k in x.files if k.endswith("_ids")}):
-        if m + "_ids" not in y.files:
-            res["methods"][m] = "missing after"
+    x, xs = _dumps(a.before)
+    y, ys = _dumps(a.after)
+
+    def side(zs, files, note):
+        cmds = [str(z["command"]) if "command" in z.files else note for z in zs]
+        return {"file": " ".join(files), "code": str(zs[0]["code"]),
+                "command": " ; ".join(c for c in cmds if c)}
+    run = {"before": side(xs, a.before, a.before_command), "after": side(ys, a.after, a.after_command),
+           "note": a.note}
+    methods = {}
+    for m in sorted({k[:-4] for k in x if k.endswith("_ids")}):
+        if m + "_ids" not in y:
+            methods[m] = "missing after"
             continue
-        same = (x[m + "_ids"] == y[m + "_ids"]).all(axis=1)
-        d = np.abs(x[m + "_scores"] - y[m + "_scores"])
-        res["methods"][m] = {"questions": int(same.shape[0]), "identical_ordered_top8": int(same.sum()),
-                             "max_abs_score_diff": float(np.nanmax(d)) if np.isfinite(d).any() else 0.0,
-                             "graph_ms_p50_before": float(np.median(x[m + "_graph_ms"])),
-                             "graph_ms_p50_after": float(np.median(y[m + "_graph_ms"]))}
-        print(m, res["methods"][m])
-    C.write_result(a.out, res)
+        n = min(x[m + "_ids"].shape[0], y[m + "_ids"].shape[0])  # the questions both dumped
+        same = (x[m + "_ids"][:n] == y[m + "_ids"][:n]).all(axis=1)
+        d = np.abs(x[m + "_scores"][:n] - y[m + "_scores"][:n])
+        methods[m] = {"questions": int(n), "identical_ordered_top8": int(same.sum()),
+                      "max_abs_score_diff": float(np.nanmax(d)) if np.isfinite(d).any() else 0.0,
+                      "graph_ms_p50_before": float(np.median(x[m + "_graph_ms"][:n])),
+                      "graph_ms_p50_after": float(np.median(y[m + "_graph_ms"][:n]))}
+        print(m, methods[m])
+    if a.into:  # add these methods to an existing result, the run recorded beside the others
+        res = json.loads(Path(a.into).read_text(encoding="utf-8"))
+        res.setdefault("runs", []).append({"label": a.label, "command": C.command(),
+                                           "machine": C.machine(), **run})
+        res["methods"].update({m: {**v, "run": a.label} if isinstance(v, dict) else v
+                               for m, v in methods.items()})
+        C.write_result(Path(a.into).name, res, Path(a.into).parent)
+    else:
+        C.write_result(a.out, {**run, "methods": methods})
 
 
 def speed(a):
@@ -158,9 +183,12 @@ def main():
     d.add_argument("--cache-dir", default=None, help="embedding cache (the eval harness's --cache-dir)")
     d.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
     c = sub.add_parser("compare")
-    c.add_argument("before")
-    c.add_argument("after")
+    c.add_argument("--before", nargs="+", required=True, help="dumps of the code before")
+    c.add_argument("--after", nargs="+", required=True, help="dumps of the code after")
     c.add_argument("--out", default="topk_equivalence.json")
+    c.add_argument("--into", default=None, help="an existing result: add these methods to it, "
+                   "the run under 'runs' (with --label)")
+    c.add_argument("--label", default="")
     c.add_argument("--before-command", default=None, help="recorded when the dump did not store it")
     c.add_argument("--after-command", default=None)
     c.add_argument("--note", default="")

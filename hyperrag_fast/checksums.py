@@ -71,11 +71,14 @@ def _npy_data_offset(head: memoryview) -> int:
 
 def file_digest(path: str | os.PathLike, algorithm: str) -> str:
     """Hex digest of a file: ``"sha256"`` or ``"xxh3_128"``."""
-    return _file_digest(path, algorithm)[0]
+    return scan_file(path, algorithm)[0]
 
 
-def _file_digest(path: str | os.PathLike, algorithm: str,
-                 finite: bool = False) -> tuple[str, bool | None]:
+def scan_file(path: str | os.PathLike, algorithm: str,
+              finite: bool = False) -> tuple[str, bool | None]:
+    """(hex digest, finite) of a file in one pass: with ``finite`` a .npy file's float32
+    values are checked for NaN / inf as they are hashed (True / False; None: could not
+    tell, e.g. not a .npy file); else the second part is None."""
     if algorithm == FAST:
         import xxhash
         return _digest(Path(path), xxhash.xxh3_128(), finite)
@@ -146,7 +149,7 @@ def verify_files(root: Path, manifest: Mapping[str, Any],
     rels = sorted(want, key=lambda r: -(root / r).stat().st_size)
     unchecked = {r for r in finite if r not in want}
     for rel, (got, ok) in zip(rels, _map(
-            lambda r: _file_digest(root / r, algorithm, r in finite), rels, algorithm)):
+            lambda r: scan_file(root / r, algorithm, r in finite), rels, algorithm)):
         if got != want[rel] and rel in tolerate and damaged is not None:
             damaged.add(rel)
         elif got != want[rel]:

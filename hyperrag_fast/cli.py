@@ -21,9 +21,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .cli_errors import debug, is_user_error, report, run_console
-from .config import DEFAULT_DAMAGED_GRAPH
-from .embed.registry import embedder_for_name, make_embedder
+from .cli_components import (Components, embedder_for, extractor_for, load_writer,  # noqa: F401
+                             make_extractor, new_embedder, open_reader)
+from .cli_errors import CliError, debug, is_user_error, report, run_console
 from .store import read_manifest
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
@@ -33,90 +33,6 @@ DEMO_QUESTIONS = (
     "In which city was the device that inspired the Analytical Engine's punched cards "
     "first demonstrated?",
 )
-
-
-class CliError(Exception):
-    """A user-facing error: printed without a traceback, exit status 2."""
-
-
-# ------------------------------------------------------------------ components
-def make_extractor(kind: str, args=None, index_path: str | None = None):
-    """``offline`` (spaCy, the default), ``regex`` (dependency-free, tests only) or ``llm``
-    (STITCH-RAG's LLM extraction; ``args`` carry --model/--base-url/--api-key, else the
-    OPENAI_* environment, and the cache folder, see :func:`llm_cache_dir`)."""
-    if kind == "llm":
-        return _llm_extractor(args, args.model, index_path)
-    from .extract.offline import OfflineExtractor, RegexExtractor
-    return RegexExtractor() if kind == "regex" else OfflineExtractor()
-
-
-def llm_cache_dir(args, index_path: str | None) -> Path:
-    """``--cache-dir``, else ``<INDEX>.cache`` beside the index: LLM answers are cached
-    there (``llm_extract.sqlite``), so a rerun or an ``add`` repeats no finished call."""
-    if args.cache_dir:
-        return Path(args.cache_dir)
-    if index_path is None:
-        raise CliError("--extractor llm needs --cache-dir here")
-    return Path(f"{Path(index_path).absolute()}.cache")
-
-
-def _llm_extractor(args, model: str | None, index_path: str | None):
-    from .cli_answers import make_client
-    from .extract.llm import LLMExtractor
-    from .intake import check_writable_parent
-    client = make_client(args.base_url, model, args.api_key, args.timeout)
-    cache = llm_cache_dir(args, index_path) / "llm_extract.sqlite"
-    check_writable_parent(cache)
-    return LLMExtractor(client, cache, max_concurrency=args.concurrency,
-                        retry_failures=args.retry_failures)
-
-
-def embedder_for(manifest: dict[str, Any], threads: int | None = None):
-    """The embedder an index was built with, from its manifest name. ``threads``: the
-    ONNX embedder's intra-op threads (one question: 1 spares ~40 ms of CPU starting the
-    pool; its vectors are bit-identical to the default's)."""
-    try:
-        return embedder_for_name(manifest["embedder"]["name"], intra_op_threads=threads)
-    except ValueError as e:
-        raise CliError(f"the index was built with embedder {manifest['embedder']['name']!r}, "
-                       f"which the CLI cannot construct; use the Python API") from e
-
-
-def extractor_for(manifest: dict[str, Any], args=None, index_path: str | None = None):
-    """The extractor an index was built with, from its manifest name (an LLM one with
-    the model of the name and the endpoint of ``args`` / the environment)."""
-    name = manifest["extractor"]
-    if name.startswith("llm:") and args is not None:
-        from .extract.llm import PROMPT_VERSION
-        model, version = name[len("llm:"):].rsplit(":", 1)
-        if version != PROMPT_VERSION or (args.model and args.model != model):
-            raise CliError(f"the index was built with extractor {name!r}; this CLI would "
-                           f"extract with 'llm:{args.model or model}:{PROMPT_VERSION}'")
-        return _llm_extractor(args, model, index_path)
-    if name.startswith("offline-spacy"):
-        return make_extractor("offline")
-    if name.startswith("regex-v1"):
-        return make_extractor("regex")
-    raise CliError(f"the index was built with extractor {name!r}, which the CLI cannot "
-                   f"construct; use the Python API")
-
-
-def _load(path: str, with_extractor: bool = False, verify: bool = True, args=None,
-          threads: int | None = None):
-    """The index at ``path`` to update (``HyperIndex``: the write side)."""
-    from .index import HyperIndex
-    manifest = read_manifest(path)
-    extractor = extractor_for(manifest, args, path) if with_extractor else None
-    return HyperIndex.load(path, embedder=embedder_for(manifest, threads), verify=verify,
-                           extractor=extractor)
-
-
-def _open(path: str, verify: bool = True, threads: int | None = None,
-          damaged_graph: str = DEFAULT_DAMAGED_GRAPH):
-    """The index at ``path`` to query (``IndexReader``: no write-side module is imported)."""
-    from .reader import IndexReader
-    return IndexReader.open(path, embedder=embedder_for(read_manifest(path), threads),
-                            verify=verify, damaged_graph=damaged_graph)
 
 
 def _existing(path: str) -> str:
@@ -177,7 +93,7 @@ def cmd_index(a) -> dict[str, Any]:
     try:
         with writer_lock(a.index, a.lock_timeout) as root, \
                 first_build(root) if created or resumed else nullcontext():
-            ix = HyperIndex.build(docs, extractor, make_embedder(a.embedder), merge=a.merge,
+            ix = HyperIndex.build(docs, extractor, new_embedder(a), merge=a.merge,
                                   progress=not a.quiet, max_tokens=a.max_tokens,
                                   overlap=a.overlap, cache_dir=a.cache_dir,
                                   options=_build_options(a), workdir=_workdir(a.index))
@@ -211,7 +127,7 @@ def cmd_add(a) -> dict[str, Any]:
     check_writable_parent(_existing(a.index))
     docs = _documents(a)
     with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
-        ix = _load(a.index, with_extractor=True, args=a)
+        ix = load_writer(a.index, with_extractor=True, args=a)
         rep = ix.add(docs, progress=not a.quiet, options=_build_options(a),
                      workdir=_workdir(a.index))
         _all_failed(rep, "nothing was added")
@@ -223,7 +139,7 @@ def cmd_add(a) -> dict[str, Any]:
 def cmd_delete(a) -> dict[str, Any]:
     from .publish import writer_lock
     with writer_lock(a.index, a.lock_timeout, create=False):  # load .. save: one writer
-        ix = _load(a.index)
+        ix = load_writer(a.index, args=a)
         try:
             removed = ix.delete(a.doc_ids)
         except KeyError as e:
@@ -264,8 +180,8 @@ def cmd_query(a) -> dict[str, Any] | None:
     questions = read_questions(a.questions) if a.questions is not None else None
     from .lean import settle, skip_blas_probe
     skip_blas_probe()  # this process is ours: SciPy stays out of it (see hyperrag_fast.lean)
-    ix = _open(a.index, verify=not a.no_verify, threads=1 if questions is None else None,
-               damaged_graph=a.damaged_graph)
+    ix = open_reader(a.index, verify=not a.no_verify, threads=1 if questions is None else None,
+                     args=a)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method, verify=not a.no_verify)
@@ -290,8 +206,8 @@ def cmd_query(a) -> dict[str, Any] | None:
 
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
-    return ask(a, lambda path, verify: _retriever(
-        _open(path, verify=verify, damaged_graph=a.damaged_graph), path, a.method, verify))
+    return ask(a, lambda path, verify: _retriever(open_reader(path, verify=verify, args=a), path,
+                                                   a.method, verify))
 
 
 def cmd_build_methods(a) -> dict[str, Any]:
@@ -300,7 +216,7 @@ def cmd_build_methods(a) -> dict[str, Any]:
     from .prebuilt import STRUCTURES, ensure_prebuilt
     from .publish import writer_lock
     with writer_lock(a.index, a.lock_timeout, create=False):  # one writer of prebuilt/
-        ix = _load(a.index)
+        ix = load_writer(a.index, args=a)
         names = a.methods or None
         structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
                       else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
@@ -325,7 +241,7 @@ def cmd_upgrade(a) -> dict[str, Any]:
 
 
 def cmd_info(a) -> dict[str, Any]:
-    ix = _open(a.index, verify=not a.no_verify, damaged_graph=a.damaged_graph)
+    ix = open_reader(a.index, verify=not a.no_verify, args=a)
     g = ix.graph
     sizes = Counter()
     for key, n in zip(g.group_key, g.group_sizes().tolist()):
@@ -350,7 +266,7 @@ def cmd_demo(a) -> dict[str, Any]:
     if not EXAMPLE_CORPUS.is_dir():
         raise CliError(f"the example corpus is not at {EXAMPLE_CORPUS}: broken install?")
     target = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="hyperrag-demo-")) / "index"
-    embedder = make_embedder(a.embedder)
+    embedder = new_embedder(a)
     ix = HyperIndex.build(EXAMPLE_CORPUS, make_extractor(a.extractor, a, str(target)), embedder,
                           progress=not a.quiet)
     ix.save(target)
@@ -423,12 +339,15 @@ def _print_human(cmd: str, out: dict[str, Any]) -> None:
         print("counts: " + ", ".join(f"{k}={v}" for k, v in out["counts"].items()))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, extractor=None, embedder=None) -> int:
+    """Run one ``hyperrag`` command; its exit status. ``extractor`` / ``embedder``: objects
+    to use instead of the ones the options or the index name (:class:`Components`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:  # its own parsers and output (argparse cannot forward options)
         from .cli_answers import run_eval
         return run_eval(argv[1:], make_extractor)
     args = build_parser().parse_args(argv)
+    args.components = Components(extractor, embedder)
     try:
         out = args.func(args)
     except Exception as e:  # noqa: BLE001 - known kinds only (cli_errors), the rest raised

@@ -26,6 +26,10 @@ EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
 
 
+class CliError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
 def debug() -> bool:
     """Whether ``HYPERRAG_DEBUG`` asks for tracebacks."""
     return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
@@ -41,9 +45,7 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     LLM client was imported (a query never imports it: ~17 ms of http/email modules)."""
     from .errors import IndexError_
     client = sys.modules.get(f"{__package__}.llm.client")
-    cli = sys.modules.get(f"{__package__}.cli")
-    return ((IndexError_, OSError, ImportError, ValueError)
-            + ((cli.CliError,) if cli is not None else ())
+    return ((IndexError_, OSError, ImportError, ValueError, CliError)
             + ((client.LLMError,) if client is not None else ()))
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from .settings import (  # noqa: F401  (part of config: read them from here)
     BACKENDS, ANN_STORAGES, CHUNK_VECTORS, DEFAULT_CHUNK_VECTORS, EXACT_THRESHOLD, MERGES,
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
-    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, DAMAGED_GRAPHS, DEFAULT_DAMAGED_GRAPH,
-    AnnParams, BuildOptions, CodaOptions, _one_of,
+    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
+    DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of,
     CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
 )
 
@@ -26,11 +26,14 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
 DECAYS = ("tanh", "exp", "sigmoid")
 PPRS = ("none", "power", "push", "factored", "auto")
 ALPHAS = ("ratio", "fixed", "log")
-WEIGHTS = ("log1p", "idf", "none")
+WEIGHTS = ("log1p", "idf")
 GRAPH_WEIGHTS = ("uniform", "inverse_size")
 PRIORS = ("continuous", "binary")
 SEED_MODES = ("none", "ngram")
 HOP_WEIGHTS = ("uniform", "sim")
+#: a(v) = (A + a_space + a_time) / 3: the mean of the three STIBP channels (STITCH-RAG §3.3),
+#: also when an ablation turns a channel off
+STIBP_DIVISOR = 3.0
 #: STITCH-RAG §3.3 / Alg. 1 as published (``StitchOptions.paper()``): the fields that differ
 #: from the library defaults
 _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weight="log1p",
@@ -51,11 +54,11 @@ class StitchOptions:
     delta: activation threshold; lam: weight of max(0, sim(q, c)) in the prior;
     damping: PPR d; top_k: chunks returned; decay: f(alpha dt), "tanh" = exp(-tanh),
     "exp" = exp(-x), "sigmoid" = 2/(1+e^x) (Tables 8-9); alpha: "ratio" = n_u / n_bar,
-    "fixed" = ``alpha_value``, "log" = ln(1 + n_u / n_bar); spatial / temporal: the two
-    STIBP channels; agg_divisor: a(v) = (A + a_space + a_time) / agg_divisor (3: the
-    paper's mean); prior: "continuous" (paper) or "binary" 1[Score > 0];
+    "fixed" = ``alpha_value`` (the setting of Proposition 2, which tests/test_propositions.py
+    checks; in no preset), "log" = ln(1 + n_u / n_bar); spatial / temporal: the two STIBP
+    channels, a(v) = (A + a_space + a_time) / 3 (:data:`STIBP_DIVISOR`); prior: "continuous" (paper) or "binary" 1[Score > 0];
     group_weight: projection weight, "log1p" = ln(1 + N_v) (paper), "idf" =
-    ln(N_C / chunks of the group), "none" = 1; temporal_max_group: groups with more
+    ln(N_C / chunks of the group); temporal_max_group: groups with more
     states skip temporal bridging; temporal_from_space: beta > 0 makes spatially bridged
     nodes temporal sources with strength beta * a_space (ours, two hops; 0 = paper);
     graph_max_group: groups spanning more chunks make no
@@ -80,7 +83,6 @@ class StitchOptions:
     alpha_value: float = 1.0
     spatial: bool = True
     temporal: bool = True
-    agg_divisor: float = 3.0
     prior: str = "continuous"
     group_weight: str = "idf"
     temporal_max_group: float = 50
@@ -108,8 +110,6 @@ class StitchOptions:
             raise ValueError("tol must be > 0 and max_iter >= 1")
         if not self.temporal_from_space >= 0:
             raise ValueError("temporal_from_space must be >= 0")
-        if not self.agg_divisor > 0:
-            raise ValueError("agg_divisor must be > 0")
         if self.alpha == "fixed" and not self.alpha_value >= 0:
             raise ValueError("alpha_value must be >= 0")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hypergraph import Hypergraph
-from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, StitchOptions
+from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, STIBP_DIVISOR, StitchOptions
 from .kernels import params as P
 from .kernels.layout import IndexArrays
 from .kernels.query import check_inputs, stitch_query
@@ -127,7 +127,19 @@ class StitchEngine:
         chunks C0 (``chunk_bonus`` adds a per-candidate term to the prior I(c);
         ``seed_nodes`` get A(v) >= ``seed_values``). ``options`` is required: the
         presets are in :mod:`hyperrag_fast.config`."""
-        opts = options
+        q, cn, cc, bonus, sn, sv = self.inputs(q, cand_nodes, cand_chunks, chunk_bonus,
+                                               seed_nodes, seed_values)
+        o = stitch_query(self.index_arrays(options), self._scratch(), q, cn, cc, bonus, sn, sv,
+                         kernel_params(options), detail)
+        cd, nd = o.chunk_detail, o.node_detail
+        return StitchResult(o.top_ids, o.top_scores, o.cq, cd[0], cd[1], cd[2], cd[3], o.node_ids,
+                            nd[0], nd[1], nd[2], nd[3], o.edge_ids, o.edge_S, o.stats)
+
+    def inputs(self, q, cand_nodes, cand_chunks, chunk_bonus=None, seed_nodes=None,
+               seed_values=None) -> tuple[np.ndarray, ...]:
+        """The query's inputs as the kernel takes them (contiguous, typed), checked:
+        ValueError names a wrong dimension, a NaN / inf, an id outside the index or a
+        length that does not match."""
         q = np.ascontiguousarray(q, dtype=self.node_vec.dtype).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"query vector has dimension {q.shape[0]}, index has {self.dim}")
@@ -149,11 +161,7 @@ class StitchEngine:
             name, n = {2: ("cand_nodes", self.n_nodes), 3: ("cand_chunks", self.n_chunks),
                        4: ("seed_nodes", self.n_nodes)}[bad]
             raise ValueError(f"{name} holds ids outside [0, {n})")
-        o = stitch_query(self.index_arrays(opts), self._scratch(), q, cn, cc, bonus, sn, sv,
-                         kernel_params(opts), detail)
-        cd, nd = o.chunk_detail, o.node_detail
-        return StitchResult(o.top_ids, o.top_scores, o.cq, cd[0], cd[1], cd[2], cd[3], o.node_ids,
-                            nd[0], nd[1], nd[2], nd[3], o.edge_ids, o.edge_S, o.stats)
+        return q, cn, cc, bonus, sn, sv
 
     def warmup(self, options: StitchOptions) -> None:
         """Compile (or load from cache) and run one query, so a service pays no JIT
@@ -191,7 +199,7 @@ def kernel_params(o: StitchOptions) -> np.ndarray:
     p[P.DELTA], p[P.LAMBDA], p[P.DAMPING] = o.delta, o.lam, o.damping
     p[P.DECAY] = _DECAYS[o.decay]
     p[P.SPATIAL], p[P.TEMPORAL] = float(o.spatial), float(o.temporal)
-    p[P.AGG_DIV] = o.agg_divisor
+    p[P.AGG_DIV] = STIBP_DIVISOR
     p[P.PRIOR] = _PRIORS[o.prior]
     p[P.TEMPORAL_MAX_GROUP] = o.temporal_max_group
     p[P.TEMPORAL_FROM_SPACE] = o.temporal_from_space
@@ -206,12 +214,12 @@ def kernel_params(o: StitchOptions) -> np.ndarray:
 
 
 def group_weights(kind: str, group_sizes: np.ndarray, group_chunks: np.ndarray, n_chunks: int) -> np.ndarray:
-    """Per-group projection weight w(g): ln(1 + N_g) (paper), IDF ln(N_C / chunks of g), or 1."""
+    """Per-group projection weight w(g): ln(1 + N_g) (paper) or IDF ln(N_C / chunks of g)."""
     if kind == "log1p":
         return np.log1p(group_sizes.astype(np.float64))
     if kind == "idf":
         return np.log(max(n_chunks, 1) / np.maximum(group_chunks, 1).astype(np.float64))
-    return np.ones(group_sizes.shape[0], dtype=np.float64)
+    raise ValueError(f"group weight must be 'log1p' or 'idf', got {kind!r}")
 
 
 def group_alphas(kind: str, value: float, group_sizes: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels.ppr_local import JUMP, PASS_FRACTION, SHRINK, arc_scale, local_push_topk
+from .kernels.ppr_local import JUMP, PASS_FRACTION, SHRINK, arc_scale, local_push_prior, local_push_topk
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class LocalPush:
         if sc is None:
             n = self.n
             sc = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.uint8),
-                  np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
+                  np.empty(n + 1, dtype=np.int32), np.empty(n, dtype=np.int32))
             self._local.scratch = sc
         return sc
 
@@ -86,21 +86,23 @@ class LocalPush:
              jump: float = JUMP) -> PushResult:
         """Certified top-k from the dense prior ``p`` (non-negative): push with a threshold
         lowered by ``shrink`` (or to rho*, at most by ``jump``: kernels/ppr_local.py) until
-        the top-k order is certified or eps reaches ``eps_min``."""
+        the top-k order is certified or eps reaches ``eps_min``. The prior's nonzeros are
+        found inside the kernel call."""
         p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1)
         if p.shape[0] != self.n:
             raise ValueError(f"p must have {self.n} entries, got {p.shape[0]}")
-        ids = np.flatnonzero(p)
-        return self.topk_sparse(ids, p[ids], d, k, eps_min, shrink, jump=jump)
+        _check(d, k, eps_min, shrink, jump)
+        bad, out = local_push_prior(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, p,
+                                    float(d), 0.0, float(eps_min), float(shrink), float(jump), int(k),
+                                    self.pass_min, *self._scratch())
+        if bad:
+            raise ValueError("prior values must be finite and >= 0")
+        return _result(out)
 
     def approx(self, p, d: float, eps: float) -> PushResult:
         """Push down to threshold ``eps``: 0 <= pi(v) - x(v) <= d eps wsum(v) on a symmetric
         graph, <= d times the residual on any graph (both in ``b``)."""
-        p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1)
-        if p.shape[0] != self.n:
-            raise ValueError(f"p must have {self.n} entries, got {p.shape[0]}")
-        ids = np.flatnonzero(p)
-        return self.topk_sparse(ids, p[ids], d, 0, eps, 2.0)
+        return self.topk(p, d, 0, eps_min=eps, shrink=SHRINK, jump=SHRINK)
 
     def topk_sparse(self, ids, vals, d: float, k: int, eps_min: float = 1e-12, shrink: float = SHRINK,
                     eps0: float = 0.0, jump: float = JUMP) -> PushResult:
@@ -114,16 +116,22 @@ class LocalPush:
             raise ValueError(f"prior ids outside [0, {self.n})")
         if not np.all(np.isfinite(vals)) or np.any(vals < 0):
             raise ValueError("prior values must be finite and >= 0")
-        if not 0.0 <= d < 1.0:
-            raise ValueError(f"damping must be in [0, 1), got {d}")
-        if not eps_min > 0 or not shrink > 1 or not jump >= shrink or k < 0:
-            raise ValueError("eps_min must be > 0, shrink > 1, jump >= shrink and k >= 0")
-        x, s, flag, touched, queue = self._scratch()
-        out = local_push_topk(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
-                              float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k), self.pass_min,
-                              x, s, flag, touched, queue)
-        i, xs, bs, b_rest, top, cert, eps, pushes, rsum, _rho = out
-        return PushResult(i, xs, bs, float(b_rest), top, bool(cert), float(eps), int(pushes), float(rsum))
+        _check(d, k, eps_min, shrink, jump)
+        return _result(local_push_topk(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
+                                       float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k),
+                                       self.pass_min, *self._scratch()))
+
+
+def _check(d, k, eps_min, shrink, jump) -> None:
+    if not 0.0 <= d < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {d}")
+    if not eps_min > 0 or not shrink > 1 or not jump >= shrink or k < 0:
+        raise ValueError("eps_min must be > 0, shrink > 1, jump >= shrink and k >= 0")
+
+
+def _result(out) -> PushResult:
+    i, xs, bs, b_rest, top, cert, eps, pushes, rsum, _rho = out
+    return PushResult(i, xs, bs, float(b_rest), top, bool(cert), float(eps), int(pushes), float(rsum))
 
 
 def is_symmetric(ptr, nbr, w, rtol: float = 1e-12) -> bool:

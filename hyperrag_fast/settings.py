@@ -31,6 +31,9 @@ LLM_CONCURRENCY = 8
 EVAL_LLM_CONCURRENCY = 4
 #: requests to an OpenAI-compatible embedding endpoint: seconds each
 EMBED_TIMEOUT_S = 60.0
+#: environment variable naming the folder of saved pre-optimised ONNX models
+#: (``embed/onnx_cache.py``; default ``$XDG_CACHE_HOME/hyperrag_fast``)
+MODEL_CACHE_ENV = "HYPERRAG_FAST_CACHE"
 #: how long a writer waits for another writer of the index (0: refuse at once; < 0: forever)
 LOCK_TIMEOUT_S = 0.0
 #: what opening an index does with a damaged usearch HNSW graph (checksum mismatch or

@@ -59,6 +59,10 @@ MANIFEST = "manifest.json"
 SCRATCH_PREFIX = ".hyperrag-build-"  # + pid: a build's scratch folder (index.py)
 LEXICAL = "lexical.json"  # BM25 term list and parameters (postings: arrays/bm25_*.npy)
 CURRENT = "CURRENT"
+#: ``hook(generation folder)``, called once a load has read a generation's manifest and
+#: before it reads the files (installed by :func:`set_load_hook`; only tests install one,
+#: e.g. to publish a new generation under a reader)
+_load_hook: Callable[[Path], None] | None = None
 VECTOR_KINDS = ("node_vec", "edge_vec", "chunk_vec")
 _GEN = re.compile(r"^gen-(\d{6,})-[0-9a-f]{8}$")
 READ_ATTEMPTS = 8  # a reader starts over this often while writers keep publishing
@@ -206,9 +210,19 @@ def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True,
     return read_generation(path, lambda gen: _load_generation(gen, mmap, verify, damaged_graph))
 
 
+def set_load_hook(hook: Callable[[Path], None] | None) -> Callable[[Path], None] | None:
+    """Install ``hook(generation folder)``, called by every index load between reading the
+    manifest and reading the files; None removes it. Returns the previous hook."""
+    global _load_hook
+    previous, _load_hook = _load_hook, hook
+    return previous
+
+
 def _load_generation(root: Path, mmap: bool, verify: bool,
                      damaged_graph: str = DEFAULT_DAMAGED_GRAPH) -> StoredIndex:
     manifest = _read_manifest_at(root, verify)
+    if _load_hook is not None:
+        _load_hook(root)
     check_manifest_paths(root, manifest, (TEXTS, LEXICAL, *(f"vectors/{k}.npy" for k in VECTOR_KINDS)))
     vec_files = {f"vectors/{k}.npy": k for k in VECTOR_KINDS}
     ann_rels = {v: k for k, v in manifest.get("ann_files", {}).items()}

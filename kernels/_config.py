@@ -5,17 +5,62 @@ The one exception is the float32 dot products of candidate search (``dot_jit``):
 may reassociate their sums, which lets LLVM vectorise the reduction; their error bound
 is tested (tests/test_dense_kernels.py).
 Set ``HYPERRAG_NO_CACHE=1`` to disable on-disk caching (e.g. on a read-only install).
+Numba keys a cached kernel on its own file only, so a kernel whose callee changed in
+another file of this folder would load the stale machine code (``stitch_query`` kept the
+previous ``ppr_local`` push); the cache locators registered below key every kernel of this
+folder on all of its source files instead (:func:`_folder_stamp`).
 With ``NUMBA_BOUNDSCHECK=1`` nothing is cached either: Numba's cache key does not hold the
 bounds-check flag, so checked code written to the cache was later loaded, and run
 slower, by unchecked processes.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 
 import numba
+from numba.core import caching
 
 CACHE = os.environ.get("HYPERRAG_NO_CACHE", "") == "" and not numba.config.BOUNDSCHECK
+_FOLDER = Path(__file__).resolve().parent
+_stamps: dict = {}
+
+
+def _folder_stamp() -> bytes:
+    """sha256 over the names and contents of this folder's .py files (memoised on their
+    sizes and mtimes): what every cached kernel of the folder is keyed on."""
+    files = sorted(_FOLDER.glob("*.py"))
+    key = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    if key not in _stamps:
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        _stamps[key] = h.digest()
+    return _stamps[key]
+
+
+def _folder_locator(base):
+    """``base`` (one of Numba's cache locators) for the kernels of this folder only,
+    keyed on :func:`_folder_stamp`."""
+    class Locator(base):
+        def get_source_stamp(self):
+            return _folder_stamp()
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if Path(py_file).resolve().parent != _FOLDER:
+                return None
+            return super().from_function(py_func, py_file)
+    Locator.__name__ = Locator.__qualname__ = f"HyperragKernels{base.__name__}"
+    return Locator
+
+
+if CACHE and not any(c.__name__.startswith("HyperragKernels")
+                     for c in caching.CacheImpl._locator_classes):
+    caching.CacheImpl._locator_classes[:0] = [
+        _folder_locator(c) for c in (caching.UserProvidedCacheLocator,
+                                     caching.InTreeCacheLocator, caching.UserWideCacheLocator)]
 
 #: options of every query-path kernel: cached, GIL released, IEEE-exact maths.
 OPTIONS = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")

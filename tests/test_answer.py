@@ -107,8 +107,8 @@ def test_ask_end_to_end_citations(index_dir, openai_server, capsys, stream):
     assert code == 0, err
     assert out["short"] == "Missolonghi" and out["cited_explicitly"] is True
     assert [c["doc_id"] for c in out["citations"]] == ["byron.md", "ada.md"]
-    from hyperrag_fast.cli import _load
-    chunks = {c.chunk_id: c for c in _load(index_dir).chunks}
+    from hyperrag_fast.reader import IndexReader
+    chunks = {c.chunk_id: c for c in IndexReader.open(index_dir).chunks}
     for c in out["citations"]:
         k = chunks[c["chunk_id"]]
         assert (c["doc_id"], c["title"], c["start"], c["end"]) == (k.doc_id, k.title, k.start, k.end)
@@ -147,10 +147,10 @@ def test_ask_errors_exit_2(index_dir, openai_server, capsys, monkeypatch):
 
 
 def test_python_api_retry_and_zero_shot(tmp_path, openai_server, index_dir):
-    from hyperrag_fast.cli import _load
+    from hyperrag_fast.cli_components import open_reader
     from hyperrag_fast.retriever import QueryOptions, Retriever
     client = ChatClient(model="m", base_url=openai_server.base_url, retry=FAST)
-    r = Retriever(_load(index_dir))
+    r = Retriever(open_reader(index_dir))
     openai_server.chat.enqueue(Status(429, retry_after=0), Drop(), "Warsaw [1]")
     a = answer(r, "Where was Marie Curie born?", client, QueryOptions(method="dense"), top_k=2)
     assert isinstance(a, Answer) and a.short == "Warsaw" and len(a.retrieval.chunks) == 2

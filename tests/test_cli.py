@@ -79,27 +79,20 @@ def test_clear_errors(tmp_path, corpus, capsys):
     assert code == 2
 
 
-def test_embedder_mismatch_exit_code(tmp_path, corpus, capsys, monkeypatch):
+def test_embedder_mismatch_exit_code(tmp_path, corpus, capsys):
     docs, _ = corpus
     ix = tmp_path / "ix"
     assert run(capsys, "index", str(docs), str(ix), "--extractor", "regex",
                "--embedder", "hashing")[0] == 0
-    from hyperrag_fast import cli
     from hyperrag_fast.embed.hashing import HashingEmbedder
-    monkeypatch.setattr(cli, "embedder_for", lambda m, threads=None: HashingEmbedder(dim=8))
-    code, _, err = run(capsys, "query", str(ix), "q")
-    assert code == 2 and "embedder" in err
+    code = main(["query", str(ix), "q", "--json"], embedder=HashingEmbedder(dim=8))
+    assert code == 2 and "embedder" in capsys.readouterr().err
 
 
 def test_missing_optional_package_names_the_extra(tmp_path, corpus, capsys, monkeypatch):
     docs, _ = corpus
-    from hyperrag_fast import cli
-
-    def no_onnx(kind):
-        raise ImportError('OnnxMiniLM needs onnxruntime; install the offline extra: '
-                          'pip install "hyperrag_fast[offline]"')
-
-    monkeypatch.setattr(cli, "make_embedder", no_onnx)
+    import sys
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` fails
     code, _, err = run(capsys, "index", str(docs), str(tmp_path / "ix"), "--extractor", "regex")
     assert code == 2 and "hyperrag_fast[offline]" in err
 

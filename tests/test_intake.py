@@ -188,10 +188,10 @@ class FailingExtractor:
         return [Extraction((), error="LLM call failed: boom") for _ in chunks]
 
 
-def test_build_where_every_chunk_failed_exits_nonzero(tmp_path, docs, capsys, monkeypatch):
-    from hyperrag_fast import cli
-    monkeypatch.setattr(cli, "make_extractor", lambda *a, **k: FailingExtractor())
-    code, _, err = _index(capsys, docs, tmp_path / "ix")
+def test_build_where_every_chunk_failed_exits_nonzero(tmp_path, docs, capsys):
+    code = main(["index", str(docs), str(tmp_path / "ix"), *FAST, "--json", "--quiet"],
+                extractor=FailingExtractor())  # the CLI's seam for a component object
+    err = capsys.readouterr().err
     assert code == 2 and "every chunk" in err and "boom" in err
     assert not (tmp_path / "ix").exists()
 

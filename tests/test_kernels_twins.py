@@ -43,7 +43,7 @@ def test_stibp_channels_match_twin(inst, opts):
     np.testing.assert_allclose(got[0], A, atol=TOL, rtol=0)
     np.testing.assert_allclose(got[1], space, atol=TOL, rtol=0)
     np.testing.assert_allclose(got[2], time, atol=TOL, rtol=0)
-    np.testing.assert_allclose(got[3], (A + space + time) / opts.agg_divisor, atol=TOL, rtol=0)
+    np.testing.assert_allclose(got[3], (A + space + time) / 3.0, atol=TOL, rtol=0)
     # every read hyperedge score is the plain cosine
     np.testing.assert_allclose(res.edge_S, ev[res.edge_ids].astype(np.float64) @ q, atol=TOL)
     assert scratch_is_clean(eng._scratch())
@@ -56,7 +56,7 @@ def test_projection_and_prior_match_twin(inst, opts, with_bonus):
     bonus = np.linspace(0.0, 0.2, len(cc)) if with_bonus else None
     res = _engine(inst).query(q, cn, cc, opts, chunk_bonus=bonus, detail=True)
     A, space, time = stibp_twin(g, nv, ev, cv, q, cn, opts)
-    a = (A + space + time) / opts.agg_divisor
+    a = (A + space + time) / 3.0  # the mean of the three channels
     cq, score, p, sims = prior_twin(g, cv, q, a, cc, opts, bonus)
     np.testing.assert_array_equal(res.cq, cq)
     np.testing.assert_allclose(res.cq_score, score, atol=TOL, rtol=0)
@@ -159,7 +159,7 @@ def test_full_query_matches_twin(inst, opts):
     g, nv, ev, cv, q, cn, cc = inst
     res = _engine(inst).query(q, cn, cc, opts, detail=True)
     A, space, time = stibp_twin(g, nv, ev, cv, q, cn, opts)
-    cq, score, p, _ = prior_twin(g, cv, q, (A + space + time) / opts.agg_divisor, cc, opts)
+    cq, score, p, _ = prior_twin(g, cv, q, (A + space + time) / 3.0, cc, opts)
     if opts.ppr == "none":
         pi = p
     else:
@@ -302,3 +302,20 @@ def test_input_validation():
         StitchEngine(g, v, v, np.ones((2, 3)))
     with pytest.raises(ValueError, match="ppr"):
         StitchOptions.paper(ppr="magic")
+
+
+@SETTINGS
+@given(instances(), stitch_options(), st.booleans())
+def test_stage_replay_returns_the_kernels_top_k(inst, opts, with_bonus):
+    """engine_stages.query_stages (what bench_profile.py times) composes the kernel's
+    stages as kernels.query.stitch_query does: the same top-k, ids and scores."""
+    from hyperrag_fast.engine_stages import STAGES, query_stages
+    g, nv, ev, cv, q, cn, cc = inst
+    bonus = np.linspace(0.0, 0.2, len(cc)) if with_bonus else None
+    eng = _engine(inst)
+    res = eng.query(q, cn, cc, opts, chunk_bonus=bonus)
+    st_ = query_stages(eng, q, cn, cc, opts, chunk_bonus=bonus)
+    np.testing.assert_array_equal(st_.chunk_ids, res.chunk_ids)
+    np.testing.assert_array_equal(st_.scores, res.scores)
+    assert st_.seconds.shape == (len(STAGES),) and (st_.seconds >= 0).all()
+    assert st_.info["cq"] == res.stats[0] and scratch_is_clean(eng._scratch())

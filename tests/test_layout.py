@@ -261,3 +261,12 @@ def test_query_route_crosses_at_most_five_modules(tmp_path):
     route = {m for m in mods if not m.startswith(("kernels" + os.sep, "hyperrag_fast/embed/"))}
     assert route <= {"hyperrag_fast/retriever.py", "hyperrag_fast/methods/stitch.py",
                      "hyperrag_fast/ann.py", "hyperrag_fast/lexical.py", "hyperrag_fast/engine.py"}, route
+
+
+def test_no_package_file_over_400_lines():
+    """Small modules (a package file over ~400 lines is split; docs/architecture.md §1)."""
+    root = Path(__file__).resolve().parents[1]
+    files = sorted({p.resolve() for d in ("hyperrag_fast", "kernels") for p in (root / d).rglob("*.py")})
+    long = {p.relative_to(root).as_posix(): n for p in files
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    assert not long, f"split these modules: {long}"

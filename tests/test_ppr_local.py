@@ -44,7 +44,7 @@ def _call(W, p, d, eps_min, k, sym, shrink=2.0, pass_min=None, jump=8.0):
     n = wsum.shape[0]
     pass_min = pass_threshold(n) if pass_min is None else pass_min
     seeds = np.flatnonzero(p)
-    scratch = (np.zeros(n), np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int32), np.empty(n, np.int32))
+    scratch = (np.zeros(n), np.zeros(n), np.zeros(n, np.uint8), np.empty(n + 1, np.int32), np.empty(n, np.int32))
     out = local_push_topk(ptr, nbr, arc_scale(ptr, nbr, w, wsum), wsum, float(wsum.max(initial=0.0)), sym,
                           seeds, p[seeds], d, 0.0, eps_min, shrink, jump, k, pass_min, *scratch)
     x, s, flag = scratch[:3]
@@ -173,8 +173,11 @@ def test_inputs_are_validated():
     with pytest.raises(ValueError):
         LocalPush(ptr, np.array([0, 5], dtype=np.int32), w)
     lp = LocalPush(ptr, nbr, w)
-    with pytest.raises(ValueError):
-        lp.topk(np.array([1.0, -1.0]), 0.5, 1)
+    for bad in ([1.0, -1.0], [np.nan, 0.0], [np.inf, 1.0]):
+        with pytest.raises(ValueError):
+            lp.topk(np.array(bad), 0.5, 1)
+        with pytest.raises(ValueError):
+            lp.approx(np.array(bad), 0.5, 1e-3)
     with pytest.raises(ValueError):
         lp.topk(np.array([1.0, 0.0]), 1.0, 1)
     with pytest.raises(ValueError):

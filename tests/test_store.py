@@ -241,10 +241,10 @@ def test_finite_scan_while_hashing_matches_numpy(tmp_path):
         if where is not None:
             a[where] = np.inf
         np.save(tmp_path / "v.npy", a)
-        _, ok = checksums._file_digest(tmp_path / "v.npy", "xxh3_128", True)
+        _, ok = checksums.scan_file(tmp_path / "v.npy", "xxh3_128", True)
         assert ok is (where is None), where
     (tmp_path / "x.bin").write_bytes(b"not an npy file")
-    assert checksums._file_digest(tmp_path / "x.bin", "xxh3_128", True)[1] is None
+    assert checksums.scan_file(tmp_path / "x.bin", "xxh3_128", True)[1] is None
 
 
 def test_chunks_are_read_row_by_row_until_all_are_needed(tmp_path, index):

@@ -88,10 +88,8 @@ def prior_twin(g, chunk_vec, q, a, cand_chunks, opts, bonus=None):
     gchunks = (Gm.T.astype(int) @ Z.astype(int) > 0).sum(axis=1)
     if opts.group_weight == "log1p":
         w = np.log1p(sizes)
-    elif opts.group_weight == "idf":
+    else:  # "idf"
         w = np.log(g.n_chunks / np.maximum(gchunks, 1))
-    else:
-        w = np.ones(g.n_groups)
     score = np.array([sum(a[v] * w[g.node_group[v]] for v in np.flatnonzero(Z[:, c]) if a[v] > 0)
                       for c in cq], dtype=np.float64)
     if opts.prior == "continuous":
@@ -203,8 +201,8 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, 
     """Plain-Python transcription of ``kernels.ppr_local.local_push_topk``'s schedule (the
     same scaled residual s = r / wsum and the same operations, so the same floats): rounds
     at a threshold eps starting at max s / shrink; a round pushes every node with s > eps,
-    FIFO until it has pushed or queued ``pass_min`` nodes, then in passes over the nodes in
-    id order until none is above eps; with k > 0 it stops after the first round whose top-k
+    FIFO until it has pushed or queued ``pass_min`` nodes, then (every node touched, in id
+    order) in passes over the nodes in id order until none is above eps; with k > 0 it stops after the first round whose top-k
     (by the lower bound x + (1 - d) r) is separated by the widths of :func:`push_bounds`
     (untouched nodes outside the top taking the largest wsum, as the kernel does), else the
     next eps is eps / shrink, or rho* (:func:`push_rho_star`) when smaller, but at least
@@ -253,6 +251,8 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, 
             done += 1
             queue.extend(push(u))
         if queue:
+            for u in range(n):  # global: every node joins the touched list
+                touch(u)
             while np.any(s > eps):
                 for u in range(n):
                     if s[u] > eps:

@@ -29,12 +29,12 @@ STEPS = ("load", "dense", "stitch one round, no titles", "+ title features", "+ 
 CHILD = """
 import json, resource, sys
 from dataclasses import replace
-from hyperrag_fast.cli import _load, _retriever
+from hyperrag_fast.cli import _retriever, load_writer
 from hyperrag_fast.config import TUNED
 from hyperrag_fast.lean import settle, skip_blas_probe
 skip_blas_probe()
 path, q = sys.argv[1], sys.argv[2]
-ix = _load(path, threads=1)
+ix = load_writer(path, threads=1)
 settle()
 r = _retriever(ix, path, "stitch")
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

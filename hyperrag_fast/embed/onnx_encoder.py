@@ -19,6 +19,7 @@ import numpy as np
 
 from ..checksums import file_digest
 from .base import l2_normalize
+from .onnx_cache import optimised_model
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 INSTALL_HINT = 'install the offline extra: pip install "hyperrag_fast[offline]"'
@@ -67,7 +68,9 @@ class OnnxEncoder:
     ``batch_size`` texts and ``batch_tokens`` padded tokens (peak memory follows
     batch x width^2 in attention). ``intra_op_threads`` defaults to all available cores.
     ``arena`` keeps onnxruntime's CPU memory arena, which grows with every new input shape
-    and never shrinks (off by default). ``model_path`` / ``tokenizer_path`` exist for
+    and never shrinks (off by default). ``model_cache`` (default on) runs the saved
+    pre-optimised copy of the model (``embed/onnx_cache.py``: the same output, a fraction
+    of the start-up CPU and memory); off, the model is optimised in memory. ``model_path`` / ``tokenizer_path`` exist for
     tests; any file is checked against the pinned sha256. Instances pickle as their
     settings (Dask workers rebuild the session).
     """
@@ -89,10 +92,11 @@ class OnnxEncoder:
     def __init__(self, intra_op_threads: int | None = None, batch_size: int | None = None,
                  max_length: int | None = None, model_path: str | os.PathLike | None = None,
                  tokenizer_path: str | os.PathLike | None = None, batch_tokens: int = 1024,
-                 arena: bool = False) -> None:
+                 arena: bool = False, model_cache: bool = True) -> None:
         self._args = dict(intra_op_threads=intra_op_threads, batch_size=batch_size,
                           max_length=max_length, model_path=model_path,
-                          tokenizer_path=tokenizer_path, batch_tokens=batch_tokens, arena=arena)
+                          tokenizer_path=tokenizer_path, batch_tokens=batch_tokens, arena=arena,
+                          model_cache=model_cache)
         try:
             ort = import_onnxruntime()
             from tokenizers import Tokenizer
@@ -105,8 +109,12 @@ class OnnxEncoder:
             raise ValueError("batch_size and batch_tokens must be >= 1 and 2 <= max_length <= 512")
         model_path = self.default_model_path() if model_path is None else model_path
         tokenizer_path = self.default_tokenizer_path() if tokenizer_path is None else tokenizer_path
-        verify_sha256(model_path, self.model_sha256)
         verify_sha256(tokenizer_path, self.tokenizer_sha256)
+        check_model = lambda: verify_sha256(model_path, self.model_sha256)  # noqa: E731
+        saved = (optimised_model(ort, model_path, self.model_sha256, check_model)
+                 if model_cache else None)
+        if saved is None:
+            check_model()
         self.name = self.base_name + (
             "" if max_length == self.max_seq_length else f":max_length={max_length}")
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
@@ -117,9 +125,10 @@ class OnnxEncoder:
         opts.intra_op_num_threads = intra_op_threads or default_threads()
         opts.inter_op_num_threads = 1
         opts.enable_cpu_mem_arena = bool(arena)
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if saved is None
+                                         else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         opts.log_severity_level = 3
-        self.session = ort.InferenceSession(os.fspath(model_path), sess_options=opts,
+        self.session = ort.InferenceSession(os.fspath(saved or model_path), sess_options=opts,
                                             providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
 
