@@ -30,12 +30,16 @@ below ~0.1 ms):
   chunk-group incidences the CSR was deduplicated from (ppr="factored"; inverse_size weights
   only; its degrees are computed inside the timed call, CSR solvers get ``wsum`` as input);
 * ours_local_push — hyperrag_fast.ppr.LocalPush.topk(p, d, k=top_k, eps_min=--local-eps-min):
-  the local push of kernels/ppr_local.py (per-node threshold r(v) <= eps wsum(v), halved
-  from max p / wsum / 2 until the top-k order is certified; what ppr="push" runs). Timed
-  from the dense prior (its nonzeros are found inside the call); ``LocalPush`` (validation,
-  symmetry check, per-arc scaled weights, scratch) is built once per graph (``local_push_build_ms``);
+  the local push of kernels/ppr_local.py (per-node threshold r(v) <= eps wsum(v), lowered
+  from max p / wsum / 2 by 2, or to the rho* of the last certificate, until the top-k order
+  is certified; FIFO while local, node-order passes once a round is global; what ppr="push"
+  runs). Timed from the dense prior, as PRPACK gets it (its nonzeros are found inside the
+  kernel call, one read of p); ``LocalPush`` (validation, symmetry check, per-arc scaled
+  weights, scratch) is built once per graph (``local_push_build_ms``), as igraph's Graph is
+  (``build_ms``); igraph's call itself converts its graph for PRPACK every time (part of
+  PRPACK's solve here: igraph has no prepared-graph entry point);
 * ours_local_push_approx — LocalPush.approx(p, d, --approx-eps): the same push down to a fixed
-  threshold (every score within eps wsum(v); ``max_error`` measured against the exact solve);
+  threshold (every score within d eps wsum(v); ``max_error`` measured against the exact solve);
 * ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the former global push
   (certified top-k early stop, else L1 residual <= tol; CODA's ppr_solver="push");
 * ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
@@ -246,16 +250,33 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
     return out
 
 
+def graph_of_size(n, a):
+    """The benchmark's chunk graph of ~n chunks (and its factored incidences), from
+    ``--graph-cache`` when that directory holds it (written there by an earlier run, e.g.
+    ``--generate-only`` under nice before the timed run), else generated."""
+    path = None
+    if a.graph_cache:
+        from pathlib import Path
+        path = Path(a.graph_cache) / f"chunk_graph_n{n}_g{a.max_group:g}_w{a.weight_kind}_s{a.seed}.npz"
+        if path.exists():
+            z = np.load(path)
+            return (z["ptr"], z["nbr"], z["w"], z["wsum"]), tuple(z[f"f{i}"] for i in range(5)), True
+    g, fac = chunk_graph_of_size(n, a.max_group, seed=a.seed, weight_kind=a.weight_kind, factored=True)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, ptr=g[0], nbr=g[1], w=g[2], wsum=g[3], **{f"f{i}": f for i, f in enumerate(fac)})
+    return g, fac, False
+
+
 def run_size(n, a):
     t = time.perf_counter()
-    (ptr, nbr, w, wsum), fac = chunk_graph_of_size(n, a.max_group, seed=a.seed, weight_kind=a.weight_kind,
-                                                   factored=True)
+    (ptr, nbr, w, wsum), fac, cached = graph_of_size(n, a)
     gen_s = time.perf_counter() - t
     m = wsum.shape[0]
     rep = a.repeats if m <= 100_000 else max(1, min(a.repeats, 3))
     out = {"n_nodes": m, "n_arcs": int(nbr.shape[0]), "mean_degree": nbr.shape[0] / m,
            "max_degree": int(np.diff(ptr).max()), "dangling": int((wsum == 0).sum()),
-           "graph_gen_s": gen_s, "repeats": rep}
+           "graph_gen_s": gen_s, "graph_from_cache": cached, "repeats": rep}
     print(f"n={m} arcs={nbr.shape[0]} gen {gen_s:.1f}s", flush=True)
     tb = time.perf_counter()
     P = transition(ptr, nbr, w, wsum)
@@ -327,6 +348,10 @@ def main():
                     help="measure nothing: rewrite the --out files' summaries (default solver by the current rule)")
     ap.add_argument("--merge", action="store_true",
                     help="add the sizes of this run to those already in the --out files")
+    ap.add_argument("--graph-cache", default=None,
+                    help="directory of generated graphs: read when there, written when not (outside the repo)")
+    ap.add_argument("--generate-only", action="store_true",
+                    help="with --graph-cache: generate (or check) the --sizes graphs and measure nothing")
     a = ap.parse_args()
     if len(a.out) != len(a.prior_nnz):
         ap.error("give one --out file per --prior-nnz value")
@@ -346,6 +371,15 @@ def main():
                         "from": "hyperrag_fast.config.TUNED_STITCH at run time unless overridden on the command line",
                         "tuned_stitch_repr": repr(st)}
     print(a.options_source, flush=True)
+    if a.generate_only:
+        if not a.graph_cache:
+            ap.error("--generate-only needs --graph-cache")
+        for n in a.sizes:
+            t = time.perf_counter()
+            g, _fac, cached = graph_of_size(n, a)
+            print(f"n={g[3].shape[0]} arcs={g[1].shape[0]} {'cached' if cached else 'generated'} "
+                  f"{time.perf_counter() - t:.1f}s", flush=True)
+        return
     if a.resummarize:
         import json
         for f in a.out:

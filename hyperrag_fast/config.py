@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from .settings import (  # noqa: F401  (part of config: read them from here)
     BACKENDS, ANN_STORAGES, CHUNK_VECTORS, DEFAULT_CHUNK_VECTORS, EXACT_THRESHOLD, MERGES,
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
-    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, AnnParams,
-    BuildOptions, CodaOptions, _one_of,
+    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
+    DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of,
     CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
 )
 
@@ -211,21 +211,24 @@ class HybridOptions:
 #: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
 #: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
 #: them, else the power iteration. Measured single-threaded, both solvers on the same
-#: graphs and priors in one run, both with the exact solve's top-8 in order
-#: (``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --repeats 5
-#: --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json``, CPU time, load ~16-22):
-#: with a prior on every chunk (as a query's prior over C_q is) push loses at every size
-#: and damping (1k-100k: 1.2-18x slower); with 300 prior chunks it loses at 1,009 chunks
-#: (d .85 / .5 / .2: 3.39 vs 0.17, 0.26 vs 0.085, 0.054 vs 0.033 ms) and at 9,969 chunks
-#: with d = .85 (7.9 vs 2.9 ms), and wins at 9,969 chunks (3.0 %) with d = .5 / .2 (0.37 vs
-#: 1.05, 0.12 vs 0.54 ms) and at 99,658 chunks (0.30 %) at every damping (1.3 vs 108,
-#: 1.3 vs 24, 0.37 vs 6.6 ms). The thresholds are those measured winning points; between
-#: them and the losing ones the crossover is not measured. A 2Wiki query (|C_q| ~ 50, the
-#: whole corpus 6,119 chunks) therefore always runs power: on the corpora the presets were
-#: measured on "auto" is "power", so the presets keep the name their recorded results carry.
+#: graphs and priors in one run, both with the exact solve's top-8 in order, process CPU
+#: time (the wall clock of that run is inflated 2-6x by other sessions' jobs):
+#: ``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --sizes 1000 10000
+#: 100000 --repeats 5 --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json`` (load 11-17).
+#: With 300 prior chunks push wins at 9,969 chunks (3.0 %) at every damping (d .85 / .5 /
+#: .2: 1.51 vs 3.59, 0.45 vs 1.05, 0.094 vs 0.56 ms) and at 99,658 chunks (1.18 vs 105,
+#: 0.76 vs 22.8, 0.39 vs 4.9 ms); at 1,009 chunks it loses at d .85 / .5 (0.63 vs 0.17, 0.13
+#: vs 0.087 ms) and ties at .2 (0.029 vs 0.036). With a prior on every chunk (as a query's
+#: prior over C_q is) push loses at 1,009 and 9,969 chunks at every damping (10k: 6.2 vs
+#: 5.0, 2.5 vs 1.1, 0.85 vs 0.63 ms) and at 99,658 chunks with d .5 / .2 (41.6 vs 25.1, 18.9
+#: vs 8.1 ms); it wins there at d .85 (31.4 vs 72.4 ms), a single point the rule leaves to
+#: power. Between the winning 3 % and the losing 100 % the crossover is not measured. A
+#: 2Wiki query (|C_q| ~ 50, the whole corpus 6,119 chunks) therefore always runs power: on
+#: the corpora the presets were measured on "auto" is "power", so the presets keep the name
+#: their recorded results carry.
 PUSH_MIN_CHUNKS = 9_969
 #: (largest damping, largest prior support / chunks) pairs, by increasing damping
-PUSH_MAX_FRACTION = ((0.5, 300 / 9_969), (1.0, 300 / 99_658))
+PUSH_MAX_FRACTION = ((1.0, 300 / 9_969),)
 
 
 def push_max_fraction(damping: float) -> float:

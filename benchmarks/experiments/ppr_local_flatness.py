@@ -21,8 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _common, _graphs
 import _common as C  # noqa: E402
-from _graphs import chunk_graph_of_size  # noqa: E402
-from bench_ppr import make_prior  # noqa: E402
+from bench_ppr import graph_of_size, make_prior  # noqa: E402
 
 from hyperrag_fast.ppr import LocalPush  # noqa: E402
 
@@ -45,10 +44,12 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-5)
     ap.add_argument("--prior-nnz", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--graph-cache", default=None, help="as bench_ppr.py --graph-cache (the same graphs)")
     a = ap.parse_args()
+    g = argparse.Namespace(graph_cache=a.graph_cache, max_group=20.0, weight_kind=1, seed=0)
     out = {"params": vars(a), "sizes": {}}
     for n in a.sizes:
-        ptr, nbr, w, wsum = chunk_graph_of_size(n, 20, seed=0, weight_kind=1)
+        (ptr, nbr, w, wsum), _fac, _cached = graph_of_size(n, g)
         m = wsum.shape[0]
         lp = LocalPush(ptr, nbr, w, wsum)
         p = make_prior(m, a.prior_nnz, 7)
