@@ -145,8 +145,8 @@ def compare(a):
         res = json.loads(Path(a.into).read_text(encoding="utf-8"))
         res.setdefault("runs", []).append({"label": a.label, "command": C.command(),
                                            "machine": C.machine(), **run})
-        res["methods"].update({m: {**v, "run": a.label} if isinstance(v, dict) else v
-                               for m, v in methods.items()})
+        res.setdefault(a.key, {}).update({m: {**v, "run": a.label} if isinstance(v, dict) else v
+                                          for m, v in methods.items()})
         C.write_result(Path(a.into).name, res, Path(a.into).parent)
     else:
         C.write_result(a.out, {**run, "methods": methods})
@@ -189,6 +189,7 @@ def main():
     c.add_argument("--into", default=None, help="an existing result: add these methods to it, "
                    "the run under 'runs' (with --label)")
     c.add_argument("--label", default="")
+    c.add_argument("--key", default="methods", help="with --into: the key the methods go under")
     c.add_argument("--before-command", default=None, help="recorded when the dump did not store it")
     c.add_argument("--after-command", default=None)
     c.add_argument("--note", default="")

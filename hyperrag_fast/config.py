@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from .settings import (  # noqa: F401  (part of config: read them from here)
     BACKENDS, ANN_STORAGES, CHUNK_VECTORS, DEFAULT_CHUNK_VECTORS, EXACT_THRESHOLD, MERGES,
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
-    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, AnnParams,
-    BuildOptions, CodaOptions, _one_of,
+    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
+    DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of,
     CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
 )
 

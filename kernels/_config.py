@@ -8,7 +8,7 @@ Set ``HYPERRAG_NO_CACHE=1`` to disable on-disk caching (e.g. on a read-only inst
 Numba keys a cached kernel on its own file only, so a kernel whose callee changed in
 another file of this folder would load the stale machine code (``stitch_query`` kept the
 previous ``ppr_local`` push); the cache locators registered below key every kernel of this
-folder on all of its source files instead (:func:`_folder_stamp`).
+folder on all of its source files instead (:func:`folder_stamp`).
 With ``NUMBA_BOUNDSCHECK=1`` nothing is cached either: Numba's cache key does not hold the
 bounds-check flag, so checked code written to the cache was later loaded, and run
 slower, by unchecked processes.
@@ -27,11 +27,11 @@ _FOLDER = Path(__file__).resolve().parent
 _stamps: dict = {}
 
 
-def _folder_stamp() -> bytes:
-    """sha256 over the names and contents of this folder's .py files (memoised on their
-    sizes and mtimes): what every cached kernel of the folder is keyed on."""
-    files = sorted(_FOLDER.glob("*.py"))
-    key = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+def folder_stamp(folder: Path = _FOLDER) -> bytes:
+    """sha256 over the names and contents of a folder's .py files (memoised on their sizes
+    and mtimes): what every cached kernel of this folder is keyed on."""
+    files = sorted(Path(folder).glob("*.py"))
+    key = (str(folder), *((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
     if key not in _stamps:
         h = hashlib.sha256()
         for f in files:
@@ -42,10 +42,10 @@ def _folder_stamp() -> bytes:
 
 def _folder_locator(base):
     """``base`` (one of Numba's cache locators) for the kernels of this folder only,
-    keyed on :func:`_folder_stamp`."""
+    keyed on :func:`folder_stamp`."""
     class Locator(base):
         def get_source_stamp(self):
-            return _folder_stamp()
+            return folder_stamp()
 
         @classmethod
         def from_function(cls, py_func, py_file):

@@ -25,7 +25,7 @@ def test_kernel_twins_pass_with_bounds_checking():
     assert r.returncode == 0, (r.stdout[-4000:], r.stderr[-4000:])
 
 
-def test_cached_kernels_are_keyed_on_every_file_of_the_folder(tmp_path, monkeypatch):
+def test_cached_kernels_are_keyed_on_every_file_of_the_folder(tmp_path):
     """A kernel's cache entry goes stale when any kernels/*.py changes, not only its own
     file (Numba's default: a caller kept the machine code of a callee that changed)."""
     from hyperrag_fast.kernels import _config
@@ -34,10 +34,9 @@ def test_cached_kernels_are_keyed_on_every_file_of_the_folder(tmp_path, monkeypa
         pytest.skip("on-disk caching is off in this process")
     locator = stitch_query._cache._impl.locator
     assert type(locator).__name__.startswith("HyperragKernels")
-    assert locator.get_source_stamp() == _config._folder_stamp()
+    assert locator.get_source_stamp() == _config.folder_stamp()
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 2\n")
-    monkeypatch.setattr(_config, "_FOLDER", tmp_path)
-    before = _config._folder_stamp()
+    before = _config.folder_stamp(tmp_path)
     (tmp_path / "b.py").write_text("y = 3\n")  # the other file, same size
-    assert _config._folder_stamp() != before
+    assert _config.folder_stamp(tmp_path) != before
