@@ -186,7 +186,9 @@ def _ppr_text(ppr: dict[str, Any], by: dict[str, Any]) -> str:
 
     def local(d, key="ours_local_push_vs_prpack_speedup_by_size"):
         return by[d].get(key, {})
-    early = {m["git"]["commit"][:7] for m in ppr["params"].get("merged_from", {}).values() if m.get("git")}
+    own = ppr["params"].get("out")  # merged_from also names the run's other --out file
+    early = {m["git"]["commit"][:7] for f, m in ppr["params"].get("merged_from", {}).items()
+             if m.get("git") and f == (own or f)}
     return ("PPR vs igraph PRPACK (one thread, the exact solve's top-8 in order, prior on 300 chunks, "
             f"{sizes[0]}-{sizes[-1]} chunks), median over sizes: the preset's `ppr_power_topk` "
             + ", ".join(f"{by[d]['default_vs_prpack_speedup_median']:.1f}x at damping {d}{name.get(float(d), '')}"
@@ -200,7 +202,7 @@ def _ppr_text(ppr: dict[str, Any], by: dict[str, Any]) -> str:
                 f"{min(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}-"
                 f"{max(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}x"
                 for d in ds)
-            + f"; {commit(ppr)}" + (f", smaller sizes at {', '.join(sorted(early))}" if early else "")
+            + f"; {commit(ppr)}" + (f", other sizes at {', '.join(sorted(early))}" if early else "")
             + f", {load_avg(ppr)})")
 
 

@@ -95,7 +95,10 @@ def test_damaged_manifest_is_one_line(ix, tmp_path, edit, needle):
     mf = generation_dir(d) / "manifest.json"
     m = json.loads(mf.read_text())
     edit(m)
-    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
+    if hasattr(checksums, "write_manifest"):  # a crafted manifest: sealed
+        checksums.write_manifest(mf.parent, m)
+    else:  # a main before the seal
+        mf.write_text(json.dumps(m))
     for verify in ([], ["--no-verify"]):
         one_line_error(hyperrag("query", d, "Lord Byron", *verify), "manifest", needle)
 

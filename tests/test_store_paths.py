@@ -38,7 +38,10 @@ def _manifest(ix):
 def _write_manifest(gen, m, resum=True):
     if resum:
         m.update(checksums.manifest_checksums(gen, [gen / r for r in m["files"]]))
-    checksums.write_manifest(gen, m)  # sealed: a crafted manifest
+    if hasattr(checksums, "write_manifest"):  # sealed: a crafted manifest
+        checksums.write_manifest(gen, m)
+    else:  # a main before the seal (this test then shows the failure it was written for)
+        (gen / "manifest.json").write_text(json.dumps(m))
 
 
 def test_pruning_a_symlinked_generation_removes_the_link_only(tmp_path, index):
