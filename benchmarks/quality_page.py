@@ -60,11 +60,12 @@ def preset_note(res: dict) -> str:
     for d in (want, got):
         d.pop("method", None)
         d.get("stitch", {}).pop("top_k", None)
-    for part in ("stitch", "hybrid"):  # an option added or removed since, off where it exists
-        a, b = want.get(part, {}), got.get(part, {})
-        for k in [k for k in set(a) ^ set(b) if (a | b)[k] in (False, 0, 0.0, [], ())]:
-            a.pop(k, None)
-            b.pop(k, None)
+    for part in ("stitch", "hybrid"):  # options removed since are not compared (as
+        a, b = want.get(part, {}), got.get(part, {})  # render_figures.option_diff); one added
+        for k in [k for k in b if k not in a]:  # since counts only when it is on
+            b.pop(k)
+        for k in [k for k in a if k not in b and a[k] in (False, 0, 0.0, [], ())]:
+            a.pop(k)
     return ("" if got == want else " **`stitch` here ran under an earlier preset, not today's "
             "preset of this embedder (its options are in the file).**")
 

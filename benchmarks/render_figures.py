@@ -78,11 +78,14 @@ def _json(x: Any) -> Any:
     return json.loads(json.dumps(x, default=str))
 
 
-def preset() -> dict[str, Any]:
-    """The options a quality row of the default method records when run today."""
+def preset(embedder: str | None = None) -> dict[str, Any]:
+    """The options a quality row of the default method records when run today (on an
+    index of ``embedder``: its preset, ``config.preset_for``)."""
     from hyperrag_fast.eval.harness import _plain, method_options
-    from hyperrag_fast.config import TUNED
-    return _json(_plain(asdict(method_options(TUNED.method, None, 8))))
+    from hyperrag_fast.config import TUNED, preset_for
+    base = preset_for(embedder) if embedder else None
+    return _json(_plain(asdict(method_options(TUNED.method, None, 8, base)
+                               if base is not None else method_options(TUNED.method, None, 8))))
 
 
 def option_diff(recorded: dict[str, Any], current: dict[str, Any],
@@ -95,7 +98,8 @@ def option_diff(recorded: dict[str, Any], current: dict[str, Any],
             o, m = option_diff(recorded[k], v, f"{prefix}{k}.")
             other, missing = other + o, missing + m
         elif k not in recorded:
-            missing.append(f"{prefix}{k}")
+            if v not in (False, 0, 0.0, [], ()):  # an option added since, off: the row ran without it
+                missing.append(f"{prefix}{k}")
         elif recorded[k] != v:
             other.append(f"{prefix}{k} {recorded[k]}, now {v}")
     return other, missing
@@ -110,11 +114,13 @@ def label(other: list[str], missing: list[str]) -> str:
     return "an older preset: " + "; ".join(parts)
 
 
-def under(recorded: dict[str, Any] | None, part: str | None = None) -> str:
-    """'the current preset' or how a run's recorded options differ from it."""
+def under(recorded: dict[str, Any] | None, part: str | None = None,
+          embedder: str | None = None) -> str:
+    """'the current preset' (of ``embedder``'s index) or how a run's recorded options
+    differ from it."""
     if recorded is None:
         return "options not recorded"
-    cur = preset()
+    cur = preset(embedder)
     return label(*option_diff(_json(recorded), cur[part] if part else cur))
 
 
@@ -180,7 +186,9 @@ def _ppr_text(ppr: dict[str, Any], by: dict[str, Any]) -> str:
 
     def local(d, key="ours_local_push_vs_prpack_speedup_by_size"):
         return by[d].get(key, {})
-    early = {m["git"]["commit"][:7] for m in ppr["params"].get("merged_from", {}).values() if m.get("git")}
+    own = ppr["params"].get("out")  # merged_from also names the run's other --out file
+    early = {m["git"]["commit"][:7] for f, m in ppr["params"].get("merged_from", {}).items()
+             if m.get("git") and f == (own or f)}
     return ("PPR vs igraph PRPACK (one thread, the exact solve's top-8 in order, prior on 300 chunks, "
             f"{sizes[0]}-{sizes[-1]} chunks), median over sizes: the preset's `ppr_power_topk` "
             + ", ".join(f"{by[d]['default_vs_prpack_speedup_median']:.1f}x at damping {d}{name.get(float(d), '')}"
@@ -194,7 +202,7 @@ def _ppr_text(ppr: dict[str, Any], by: dict[str, Any]) -> str:
                 f"{min(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}-"
                 f"{max(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}x"
                 for d in ds)
-            + f"; {commit(ppr)}" + (f", smaller sizes at {', '.join(sorted(early))}" if early else "")
+            + f"; {commit(ppr)}" + (f", other sizes at {', '.join(sorted(early))}" if early else "")
             + f", {load_avg(ppr)})")
 
 
@@ -273,7 +281,7 @@ def embedders() -> str:
             f"(MiniLM {cells(wt['stitch'])}) and HotpotQA `stitch` {cells(ht['methods']['stitch'])}"
             f" against bge `dense` {cells(ht['methods']['dense'])} (MiniLM `stitch` "
             f"{cells(hm['stitch'])}; bge files at {commit(dt)} / {commit(ht)}, under "
-            f"{under(dt['methods']['stitch'].get('options'))})")
+            f"{under(dt['methods']['stitch'].get('options'), embedder=dt['embedder'])})")
 
 
 def _run_label(d: dict[str, Any], phase: str) -> str:

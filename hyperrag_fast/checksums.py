@@ -12,6 +12,11 @@ library ignore the extra key and keep verifying sha256, so the format stays 4.
 
 Files are read with ``readinto`` into one small buffer, not memory-mapped: hashing adds
 nothing to the resident set.
+
+The manifest itself is sealed (since issue 24): ``manifest.xxh3`` beside it holds the
+XXH3-128 of its bytes, checked by a verified load before the manifest is parsed
+(:func:`check_seal`). Generations saved earlier have no seal and are read as before (their
+manifest checked by shape only); ``hyperrag upgrade`` seals them.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import numpy as np
 from .errors import IndexCorruptedError
 
 FAST = "xxh3_128"  #: manifest key of the fast checksums
+SEAL = "manifest.xxh3"  #: the file beside ``manifest.json`` holding its XXH3-128
 _BLOCK = 1 << 20
 
 
@@ -81,6 +87,40 @@ def scan_file(path: str | os.PathLike, algorithm: str,
     raise ValueError(f"unknown checksum {algorithm!r}")
 
 
+def seal_text(manifest_bytes: bytes) -> str:
+    """The content of ``manifest.xxh3`` for a manifest of these bytes."""
+    import xxhash
+    return xxhash.xxh3_128_hexdigest(manifest_bytes) + "\n"
+
+
+def write_manifest(gen: Path, manifest: Mapping[str, Any]) -> list[Path]:
+    """Write ``manifest.json`` and its seal into generation ``gen``; returns both paths
+    (to fsync)."""
+    import json
+    data = json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8")
+    (gen / "manifest.json").write_bytes(data)
+    (gen / SEAL).write_text(seal_text(data), encoding="ascii")
+    return [gen / "manifest.json", gen / SEAL]
+
+
+def check_seal(gen: Path, manifest_bytes: bytes) -> None:
+    """IndexCorruptedError unless the manifest of generation ``gen`` (these bytes)
+    matches its seal; a generation without one (saved before issue 24) passes."""
+    f = gen / SEAL
+    try:
+        if os.path.islink(f):
+            raise IndexCorruptedError(f"{f}: is a symbolic link; refusing to follow it")
+        with open(f, "rb") as fh:
+            want = fh.read(64)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise IndexCorruptedError(f"{f}: unreadable ({e.strerror or type(e).__name__})") from None
+    if want.decode("ascii", "replace") != seal_text(manifest_bytes):
+        raise IndexCorruptedError(f"{gen / 'manifest.json'}: does not match {SEAL}; the "
+                                  f"manifest is corrupted, rebuild or restore the index")
+
+
 def manifest_checksums(root: Path, files: Iterable[Path]) -> dict[str, dict[str, str]]:
     """``{"files": {rel: sha256}, "xxh3_128": {rel: xxh3}}`` of ``files`` under ``root``."""
     rels = {p.relative_to(root).as_posix(): p for p in sorted(files)}
@@ -89,12 +129,14 @@ def manifest_checksums(root: Path, files: Iterable[Path]) -> dict[str, dict[str,
 
 
 def verify_files(root: Path, manifest: Mapping[str, Any],
-                 finite: Collection[str] = ()) -> tuple[str, set[str]]:
+                 finite: Collection[str] = (), tolerate: Collection[str] = (),
+                 damaged: set[str] | None = None) -> tuple[str, set[str]]:
     """Check every file the manifest lists against its checksum (``xxh3_128`` when the
     manifest has them, else sha256); IndexCorruptedError names the first bad file.
     The float32 .npy files named in ``finite`` are also checked for NaN / inf as they are
-    read (after their checksum: a mismatch is reported first). Returns the algorithm and
-    the files of ``finite`` that could not be checked that way (scan them yourself)."""
+    read (after their checksum: a mismatch is reported first). A mismatching file named
+    in ``tolerate`` is added to ``damaged`` instead. Returns the algorithm and the files
+    of ``finite`` that could not be checked that way (scan them yourself)."""
     want = manifest["files"]
     fast = manifest.get(FAST)
     if fast is not None:
@@ -108,7 +150,9 @@ def verify_files(root: Path, manifest: Mapping[str, Any],
     unchecked = {r for r in finite if r not in want}
     for rel, (got, ok) in zip(rels, _map(
             lambda r: scan_file(root / r, algorithm, r in finite), rels, algorithm)):
-        if got != want[rel]:
+        if got != want[rel] and rel in tolerate and damaged is not None:
+            damaged.add(rel)
+        elif got != want[rel]:
             raise IndexCorruptedError(
                 f"{root / rel}: {algorithm} does not match the manifest; the file is "
                 f"corrupted, rebuild or restore the index")
@@ -137,15 +181,17 @@ class Verification:
     raises what it raised."""
 
     def __init__(self, root: Path, manifest: Mapping[str, Any],
-                 finite: Collection[str] = ()) -> None:
+                 finite: Collection[str] = (), tolerate: Collection[str] = ()) -> None:
         self._out: Any = None
-        self._thread = threading.Thread(target=self._run, args=(root, manifest, finite),
+        self.damaged: set[str] = set()  # files of ``tolerate`` that failed (after result())
+        self._thread = threading.Thread(target=self._run, args=(root, manifest, finite, tolerate),
                                         name="hyperrag-verify", daemon=True)
         self._thread.start()
 
-    def _run(self, root: Path, manifest: Mapping[str, Any], finite: Collection[str]) -> None:
+    def _run(self, root: Path, manifest: Mapping[str, Any], finite: Collection[str],
+             tolerate: Collection[str]) -> None:
         try:
-            self._out = verify_files(root, manifest, finite)
+            self._out = verify_files(root, manifest, finite, tolerate, self.damaged)
         except BaseException as e:  # noqa: BLE001 - handed to the joining thread
             self._out = e
 

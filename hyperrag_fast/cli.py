@@ -159,12 +159,14 @@ def query_options(a, embedder_name: str | None = None):
     return o if a.top_k is None else o.with_top_k(a.top_k)
 
 
-def _retriever(ix, path: str, method: str):
-    """A retriever with the prebuilt structures ``method`` reads (none for most)."""
+def _retriever(ix, path: str, method: str, verify: bool = True):
+    """A retriever with the prebuilt structures ``method`` reads (none for most), from
+    the generation ``ix`` was opened from."""
     from .methods import needs
     from .prebuilt_reader import load_prebuilt
     from .retriever import Retriever
-    return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge)))
+    return Retriever(ix, prebuilt=load_prebuilt(path, needs(method, ix.merge), verify,
+                                                ix.generation))
 
 
 def cmd_query(a) -> dict[str, Any] | None:
@@ -182,7 +184,7 @@ def cmd_query(a) -> dict[str, Any] | None:
                      args=a)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a, ix.embedder_name)
-    r = _retriever(ix, a.index, a.method)
+    r = _retriever(ix, a.index, a.method, verify=not a.no_verify)
 
     def render(res) -> dict[str, Any]:
         out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
@@ -205,7 +207,7 @@ def cmd_query(a) -> dict[str, Any] | None:
 def cmd_ask(a) -> dict[str, Any]:
     from .cli_answers import cmd_ask as ask
     return ask(a, lambda path, verify: _retriever(open_reader(path, verify=verify, args=a), path,
-                                                   a.method))
+                                                   a.method, verify))
 
 
 def cmd_build_methods(a) -> dict[str, Any]:
@@ -224,12 +226,18 @@ def cmd_build_methods(a) -> dict[str, Any]:
 
 
 def cmd_upgrade(a) -> dict[str, Any]:
-    from .publish import upgrade_checksums
-    done = upgrade_checksums(_existing(a.index), a.lock_timeout)
-    return {"index": a.index, "upgraded": done,
-            "report": {"summary": "recorded xxh3_128 checksums" if done
-                       else "already has xxh3_128 checksums"},
-            "counts": read_manifest(a.index)["counts"]}
+    """xxh3_128 checksums and the manifest seal for an older index; prebuilt structures
+    saved beside its generations (before issue 24) adopted into one."""
+    from .prebuilt import adopt_legacy
+    from .publish_linked import upgrade_checksums
+    adopted = adopt_legacy(_existing(a.index), a.lock_timeout)  # first: a new generation
+    done = upgrade_checksums(a.index, a.lock_timeout)  # makes the old folder stale
+    summary = ("recorded xxh3_128 checksums and the manifest seal" if done
+               else "already has xxh3_128 checksums and the manifest seal")
+    if adopted:
+        summary += f"; adopted the prebuilt structures {', '.join(adopted)}"
+    return {"index": a.index, "upgraded": done, "adopted": adopted,
+            "report": {"summary": summary}, "counts": read_manifest(a.index)["counts"]}
 
 
 def cmd_info(a) -> dict[str, Any]:

@@ -29,6 +29,15 @@ def make_client(base_url: str | None, model: str | None, api_key: str | None,
 
 
 # ------------------------------------------------------------------------ ask
+def add_damaged_graph(s) -> None:
+    """``--damaged-graph``: what opening the index does with a damaged usearch graph."""
+    from .config import DAMAGED_GRAPHS, DEFAULT_DAMAGED_GRAPH
+    s.add_argument("--damaged-graph", choices=DAMAGED_GRAPHS, default=DEFAULT_DAMAGED_GRAPH,
+                   help="a usearch graph failing its checksum or structural check: 'error' "
+                        "(default) stops with an index error; 'exact' searches that kind "
+                        "exactly on its float32 vectors and prints a warning")
+
+
 def add_ask_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: Sequence[str],
                    func) -> None:
     s = sub.add_parser("ask", parents=list(parents),
@@ -44,6 +53,7 @@ def add_ask_parser(sub, parents: Sequence[argparse.ArgumentParser], methods: Seq
     s.add_argument("--stream", action="store_true",
                    help="use the streaming protocol (the reply is collected, then printed)")
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
+    add_damaged_graph(s)
     add_llm_args(s)
     s.set_defaults(func=func)
 

@@ -114,7 +114,10 @@ def load_writer(path: str, with_extractor: bool = False, verify: bool = True, ar
 
 
 def open_reader(path: str, verify: bool = True, threads: int | None = None, args=None):
-    """The index at ``path`` to query (``IndexReader``: no write-side module is imported)."""
+    """The index at ``path`` to query (``IndexReader``: no write-side module is imported);
+    ``args.damaged_graph`` (``--damaged-graph``) when given."""
+    from .config import DEFAULT_DAMAGED_GRAPH
     from .reader import IndexReader
     return IndexReader.open(path, embedder=embedder_for(read_manifest(path), threads, args),
-                            verify=verify)
+                            verify=verify,
+                            damaged_graph=getattr(args, "damaged_graph", DEFAULT_DAMAGED_GRAPH))

@@ -84,8 +84,15 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _warn_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. ``DamagedGraphWarning``) as one stderr line, like errors."""
+    _say(f"hyperrag: warning: {one_line(message)}")
+
+
 def run_cli(main: Callable[[], int]) -> int:
     """``main()`` (which prints known errors itself) under the rules of this module."""
+    import warnings
+    warnings.showwarning = _warn_line
     try:
         rc = main()
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

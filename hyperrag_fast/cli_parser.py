@@ -36,7 +36,7 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     comp.add_argument("--extractor", choices=("offline", "regex", "llm"), default="offline",
                       help="llm: an OpenAI-compatible model (--model, --base-url, "
                            "$OPENAI_API_KEY), answers cached in --cache-dir")
-    from .cli_answers import add_llm_args
+    from .cli_answers import add_damaged_graph, add_llm_args
     llm = argparse.ArgumentParser(add_help=False)
     add_llm_args(llm)
     llm.add_argument("--timeout", type=float, default=LLM_TIMEOUT_S, help="seconds per LLM request")
@@ -127,6 +127,7 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
                    help="K_C: candidate chunks (default: the preset's)")
     s.add_argument("--explain", action="store_true", help="include intermediates")
     s.add_argument("--no-verify", action="store_true", help="skip checksums")
+    add_damaged_graph(s)
     s.set_defaults(func=commands.query)
 
     from .cli_answers import add_ask_parser, add_eval_parser
@@ -137,6 +138,7 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("--groups", type=int, default=10)
     s.add_argument("--no-verify", action="store_true")
+    add_damaged_graph(s)
     s.set_defaults(func=commands.info)
 
     s = sub.add_parser("demo", parents=[common, comp, llm], help="index the example corpus, ask")

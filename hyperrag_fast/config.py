@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from .settings import (  # noqa: F401  (part of config: read them from here)
     BACKENDS, ANN_STORAGES, CHUNK_VECTORS, DEFAULT_CHUNK_VECTORS, EXACT_THRESHOLD, MERGES,
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
-    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, AnnParams,
-    BuildOptions, CodaOptions, _one_of,
+    EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
+    DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of,
     CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
 )
 
@@ -211,17 +211,17 @@ class HybridOptions:
 #: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
 #: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
 #: them, else the power iteration. Measured single-threaded, both solvers on the same
-#: graphs and priors in one run, both with the exact solve's top-8 in order, process CPU
-#: time (the wall clock of that run is inflated 2-6x by other sessions' jobs):
-#: ``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_ppr.py --sizes 1000 10000
-#: 100000 --repeats 5 --prior-nnz 300 0 --out ppr.json ppr_dense_prior.json`` (load 11-17).
+#: graphs and priors in one run, both with the exact solve's top-8 in order (CPU time; the
+#: run's wall clock equals it): ``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python
+#: benchmarks/bench_ppr.py --sizes 1000 10000 100000 --repeats 5 --prior-nnz 300 0 --out
+#: ppr.json ppr_dense_prior.json --merge --graph-cache indexes/push_graphs`` (8005ae3).
 #: With 300 prior chunks push wins at 9,969 chunks (3.0 %) at every damping (d .85 / .5 /
-#: .2: 1.51 vs 3.59, 0.45 vs 1.05, 0.094 vs 0.56 ms) and at 99,658 chunks (1.18 vs 105,
-#: 0.76 vs 22.8, 0.39 vs 4.9 ms); at 1,009 chunks it loses at d .85 / .5 (0.63 vs 0.17, 0.13
-#: vs 0.087 ms) and ties at .2 (0.029 vs 0.036). With a prior on every chunk (as a query's
-#: prior over C_q is) push loses at 1,009 and 9,969 chunks at every damping (10k: 6.2 vs
-#: 5.0, 2.5 vs 1.1, 0.85 vs 0.63 ms) and at 99,658 chunks with d .5 / .2 (41.6 vs 25.1, 18.9
-#: vs 8.1 ms); it wins there at d .85 (31.4 vs 72.4 ms), a single point the rule leaves to
+#: .2: 1.35 vs 3.12, 0.65 vs 1.26, 0.082 vs 0.41 ms) and at 99,658 chunks (1.48 vs 110,
+#: 0.95 vs 26.1, 0.58 vs 7.4 ms); at 1,009 chunks it loses at d .85 / .5 (0.63 vs 0.17, 0.12
+#: vs 0.099 ms) and ties at .2 (0.029 vs 0.033). With a prior on every chunk (as a query's
+#: prior over C_q is) push loses at 1,009 and 9,969 chunks at every damping (10k: 6.4 vs
+#: 3.9, 3.1 vs 1.3, 0.73 vs 0.47 ms) and at 99,658 chunks with d .5 / .2 (42.3 vs 17.2, 20.3
+#: vs 10.2 ms); it wins there at d .85 (35.8 vs 79.7 ms), a single point the rule leaves to
 #: power. Between the winning 3 % and the losing 100 % the crossover is not measured. A
 #: 2Wiki query (|C_q| ~ 50, the whole corpus 6,119 chunks) therefore always runs power: on
 #: the corpora the presets were measured on "auto" is "power", so the presets keep the name

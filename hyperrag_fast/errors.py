@@ -16,3 +16,8 @@ class IndexMismatchError(IndexError_):
 
 class IndexLockedError(IndexError_):
     """Another writer holds the index's lock (and did not release it within the timeout)."""
+
+
+class DamagedGraphWarning(UserWarning):
+    """An index was opened with ``damaged_graph="exact"`` and a usearch HNSW graph failed
+    its checksum or structural check: that kind is searched exactly instead."""

@@ -32,8 +32,8 @@ from .mmaps import trim_heap
 from .indexing.clock import StageClock, peak_rss_mb, rss_mb
 from .indexing.hnsw import build_vector_index, extend_vector_index, save_vector_index, spill
 from .indexing.lexical import BM25Arrays, fit_bm25
-from .config import (DEFAULT_CHUNK_VECTORS, DEFAULT_MAX_TOKENS, DEFAULT_MERGE, DEFAULT_OVERLAP,
-                     BuildOptions)
+from .config import (DEFAULT_CHUNK_VECTORS, DEFAULT_DAMAGED_GRAPH, DEFAULT_MAX_TOKENS,
+                     DEFAULT_MERGE, DEFAULT_OVERLAP, BuildOptions)
 from .indexing.vectors import TextVectors
 from .chunking import LoadResult, chunk_passage
 from .embed.base import Embedder
@@ -303,7 +303,7 @@ class HyperIndex(IndexReader):
 
         t, peak = time.perf_counter(), rss_mb()
         from .publish import save_index  # the writing side: not imported by a query
-        save_index(path, s, write_ann)
+        self.generation = save_index(path, s, write_ann)
         if self.report.stages:  # the build's stage figures gain the save
             self.report.stages["stages"]["save"] = {
                 "s": round(time.perf_counter() - t, 3), "calls": 1,
@@ -314,10 +314,11 @@ class HyperIndex(IndexReader):
     @classmethod
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None, mmap: bool = True,
              verify: bool = True, extractor: Extractor | None = None,
-             ann_params: AnnParams | None = None) -> "HyperIndex":
+             ann_params: AnnParams | None = None,
+             damaged_graph: str = DEFAULT_DAMAGED_GRAPH) -> "HyperIndex":
         """Load a saved index to query or update it (:meth:`IndexReader.open`, as a
         HyperIndex); ``mmap`` maps arrays, vectors and usearch files read-only."""
-        return cls.open(path, embedder, mmap, verify, extractor, ann_params)
+        return cls.open(path, embedder, mmap, verify, extractor, ann_params, damaged_graph)
 
 
 class _NoEmbedder:

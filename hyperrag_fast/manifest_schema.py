@@ -1,11 +1,14 @@
 """The shape of ``manifest.json`` (docs/architecture.md §3), checked on every load.
 
-The manifest holds the checksums of the other files, so nothing checksums it: a damaged
-or hand-edited one must fail here, as :class:`IndexCorruptedError` naming the key, not
-later as a ``KeyError`` or ``TypeError`` deep in the loader (issue 24). A leaf module.
+The manifest holds the checksums of the other files; its seal (``manifest.xxh3``,
+:func:`hyperrag_fast.checksums.check_seal`) catches damage, but not a hand-edited one
+sealed again, one read with ``--no-verify`` or one saved before seals: such a manifest
+must fail here, as :class:`IndexCorruptedError` naming the key, not later as a
+``KeyError`` or ``TypeError`` deep in the loader (issue 24). A leaf module.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,8 @@ _SHAPE: dict[str, tuple[type, dict[str, tuple[type, ...]]]] = {
     "chunking": (dict, {"max_tokens": _INT, "overlap": _INT}),
     "ann": (dict, {}),
 }
-_OPTIONAL = {"ann_files": dict, "chunk_vectors": str}
+_OPTIONAL = {"ann_files": dict, "chunk_vectors": str, "prebuilt": dict}
+_STRUCTURE = re.compile(r"^[a-z0-9_]{1,64}$")  # a prebuilt structure's name
 _ANN_KEYS = {"backend": str, "exact_threshold": int, "connectivity": int, "expansion_add": int,
              "expansion_search": int, "threads": int, "storage": str, "backends": dict}
 
@@ -51,6 +55,14 @@ def check_manifest(manifest: dict[str, Any], where: Path) -> None:
         for rel, value in manifest.get(key, {}).items():
             if not isinstance(rel, str) or not isinstance(value, str):
                 raise bad(f"{key!r} entries must map names to strings")
+    for name, files in manifest.get("prebuilt", {}).items():
+        if not (isinstance(name, str) and _STRUCTURE.match(name) and isinstance(files, dict)
+                and files):
+            raise bad("'prebuilt' entries must map structure names to their files")
+        for rel, value in files.items():
+            if not (isinstance(rel, str) and isinstance(value, str)
+                    and rel.startswith(f"prebuilt/{name}/")):
+                raise bad("'prebuilt' lists a file outside prebuilt/<structure>/")
     for k, v in manifest["ann"].items():
         if k not in _ANN_KEYS:
             raise bad(f"'ann' has an unknown setting {k!r}")

@@ -6,10 +6,13 @@ hypergraphs (``merge_full``, ``merge_none``, STITCH-RAG Table 8), the CODA syste
     build_prebuilt(index, STRUCTURES).save(INDEX)         # API
     Retriever(index, emb, prebuilt=load_prebuilt(INDEX))
 
-Saved under ``<index>/prebuilt/`` (re-saving the index replaces its folder, so a
-prebuilt structure never outlives the index it was built from). Query code opens what
-is there with :mod:`hyperrag_fast.prebuilt_reader` (re-exported here) and never imports
-this module. Build side: imports no query code. docs/architecture.md §1, §7.
+Saved inside a new generation of the index, ``<gen>/prebuilt/<structure>/``, beside hard
+links of the files of the generation they were built from, and published with them by one
+CURRENT replace (:func:`hyperrag_fast.publish_linked.publish_prebuilt`): a structure never
+outlives or precedes the index it was built from, and ``add``/``delete`` publish
+generations without them. Query code opens what is there with
+:mod:`hyperrag_fast.prebuilt_reader` (re-exported here) and never imports this module.
+Build side: imports no query code. docs/architecture.md §1, §7.
 """
 from __future__ import annotations
 
@@ -23,38 +26,36 @@ import numpy as np
 
 from .hypergraph import MERGES
 from .indexing.hypergraph import build_hypergraph
-from .checksums import FAST, file_digest
-from .prebuilt_reader import (CHECKSUMS, FOLDER, GENERATION, STRUCTURES, _TEXTS, MissingPrebuilt,  # noqa: F401
-                              VariantGraph, _generation, load_prebuilt)
+from .prebuilt_reader import (FOLDER, STRUCTURES, _TEXTS, MissingPrebuilt,  # noqa: F401
+                              VariantGraph, load_prebuilt)
 from .prebuilt_reader import Prebuilt as OpenedPrebuilt
 
 
 class Prebuilt(OpenedPrebuilt):
-    """What the build step made for one index (:func:`build_prebuilt`), to be saved beside
+    """What the build step made for one index (:func:`build_prebuilt`), to be saved with
     it; a query opens the saved structures as the
     :class:`~hyperrag_fast.prebuilt_reader.Prebuilt` this extends."""
 
-    def save(self, index_dir: str | os.PathLike) -> Path:
-        """Write under ``<index>/prebuilt/``, stamped with the index generation they were
-        built from: after ``add``/``delete`` publishes a new one they count as absent."""
-        root = Path(index_dir) / FOLDER
-        gen = _generation(index_dir)
-        stamp = root / GENERATION
-        if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() != gen:
-            shutil.rmtree(root)  # built for another generation of the index
-        for name, vg in self.graphs.items():
-            _save_graph(root / name, vg)
-        if self.coda is not None:
-            self.coda.save(root / "coda")
-        root.mkdir(parents=True, exist_ok=True)
-        sums = {p.relative_to(root).as_posix(): file_digest(p, FAST)
-                for p in sorted(root.rglob("*")) if p.is_file()
-                and p.parent != root and not p.name.endswith(".tmp")}
-        tmp = root / f"{CHECKSUMS}.tmp"
-        tmp.write_text(json.dumps({FAST: sums}, indent=1), encoding="utf-8")
-        os.replace(tmp, root / CHECKSUMS)
-        stamp.write_text(gen + "\n", encoding="utf-8")
-        return root
+    def save(self, index_dir: str | os.PathLike, keep: Sequence[str] | None = None) -> Path:
+        """Publish these structures with the index at ``index_dir`` they were built from
+        (a new generation; ``keep``: the structures saved there before to keep, default
+        all those not replaced). The index must be saved there and unchanged since the
+        structures were built (else ValueError / IndexMismatchError). Returns the new
+        generation directory."""
+        if self.built_from is None:
+            raise ValueError(f"these structures were built from an index in memory: save it "
+                             f"first (index.save({os.fspath(index_dir)!r})), then build them "
+                             f"from it")
+        from .publish_linked import publish_prebuilt
+
+        def write(root: Path) -> None:
+            for name, vg in self.graphs.items():
+                _save_graph(root / name, vg)
+            if self.coda is not None:
+                self.coda.save(root / "coda")
+
+        return publish_prebuilt(index_dir, self.built_from, write,
+                                STRUCTURES if keep is None else keep)
 
 
 def merge_variant(index, merge: str) -> VariantGraph:
@@ -79,7 +80,8 @@ def build_prebuilt(index, structures: Sequence[str] = STRUCTURES, coda=None,
     unknown = sorted(set(structures) - set(STRUCTURES))
     if unknown:
         raise ValueError(f"unknown structure(s) {unknown}; known: {STRUCTURES}")
-    out = Prebuilt(dict(have.graphs) if have else {}, have.coda if have else None)
+    out = Prebuilt(dict(have.graphs) if have else {}, have.coda if have else None,
+                   getattr(index, "generation", None))
     if coda is not None:
         out.coda = coda
     for s in structures:
@@ -98,14 +100,71 @@ def build_prebuilt(index, structures: Sequence[str] = STRUCTURES, coda=None,
 def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[str]) -> Prebuilt:
     """Load what is saved, build and save what ``structures`` still lacks; returns what
     is saved now, loaded."""
-    have = load_prebuilt(index_dir, structures)
+    have = load_prebuilt(index_dir, structures, generation=getattr(index, "generation", None))
     missing = [s for s in structures if not have.has(s)]
     if not missing:
         return have
     out = build_prebuilt(index, missing, have=have)
-    Prebuilt({k: v for k, v in out.graphs.items() if k in missing},
-             out.coda if "coda" in missing else None).save(index_dir)
-    return load_prebuilt(index_dir, structures)  # what a later process loads
+    gen = Prebuilt({k: v for k, v in out.graphs.items() if k in missing},
+                   out.coda if "coda" in missing else None, out.built_from).save(index_dir)
+    index.generation = gen  # the same index files (hard links), now with the structures
+    return load_prebuilt(index_dir, structures, generation=gen)  # what a later process loads
+
+
+def adopt_legacy(index_dir: str | os.PathLike, timeout: float | None = None) -> list[str]:
+    """Publish the structures a version before issue 24 saved beside the generations
+    (``<index>/prebuilt/``, stamped with the live generation, no checksums or the
+    CHECKSUMS.json of the last such version) inside a new generation: copied, checked
+    against CHECKSUMS.json when there is one, validated as a load validates them, then
+    checksummed in the manifest (``hyperrag upgrade``). Returns the structures adopted
+    (none: no such folder, or one built for an older generation, which any writer
+    removes; a writer publishing a generation makes it such). A structure failing its checks is an IndexCorruptedError: rebuild it with
+    ``hyperrag build-methods``."""
+    from .checksums import FAST, file_digest
+    from .config import LOCK_TIMEOUT_S
+    from .errors import IndexCorruptedError
+    from .paths import is_link
+    from .prebuilt_reader import _load_coda, _load_graph
+    from .publish import writer_lock
+    from .publish_linked import publish_prebuilt
+    from .store import _read_manifest_at, current_generation
+    root = Path(index_dir)
+    legacy = root / FOLDER
+    with writer_lock(index_dir, LOCK_TIMEOUT_S if timeout is None else timeout, create=False):
+        live = current_generation(root)
+        stamp = legacy / "GENERATION"
+        if (live is None or is_link(legacy) or not stamp.is_file() or is_link(stamp)
+                or stamp.read_text(encoding="utf-8", errors="replace").strip() != live):
+            return []
+        names = [n for n in STRUCTURES if (legacy / n).is_dir() and not is_link(legacy / n)]
+        sums = None
+        if (legacy / "CHECKSUMS.json").is_file():
+            try:
+                sums = json.loads((legacy / "CHECKSUMS.json").read_text(encoding="utf-8"))[FAST]
+                sums.items()
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+                raise IndexCorruptedError(f"{legacy / 'CHECKSUMS.json'}: unreadable; rebuild "
+                                          f"the structures with hyperrag build-methods") from None
+        m = _read_manifest_at(root / live)
+        c = m["counts"]
+        shape = {"chunks": c["chunks"], "nodes": c["nodes"], "edges": c["edges"],
+                 "dim": m["embedder"]["dim"]}
+
+        def write(d: Path) -> None:
+            for n in names:
+                shutil.copytree(legacy / n, d / n, symlinks=True)
+                for p in sorted((d / n).rglob("*")):
+                    rel = p.relative_to(d).as_posix()
+                    if is_link(p) or (sums is not None and p.is_file()
+                                      and sums.get(rel) != file_digest(p, FAST)):
+                        raise IndexCorruptedError(f"{legacy / rel}: a link, or it does not "
+                                                  f"match CHECKSUMS.json; rebuild it with "
+                                                  f"hyperrag build-methods")
+                _load_coda(d / n, shape) if n == "coda" else _load_graph(d / n, shape)
+
+        if names:
+            publish_prebuilt(index_dir, root / live, write, STRUCTURES)
+    return names
 
 
 def _save_graph(d: Path, vg: VariantGraph) -> None:

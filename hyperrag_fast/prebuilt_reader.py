@@ -1,10 +1,12 @@
-"""What the explicit build step saved beside an index, opened for queries: merge-variant
+"""What the explicit build step saved with an index, opened for queries: merge-variant
 hypergraphs (``merge_full``, ``merge_none``, STITCH-RAG Table 8), the CODA system
 (``coda*``, CodaRAG §3) and the consolidated-name hypergraph (``stitch_consolidated``).
 
-Saved under ``<index>/prebuilt/`` by :mod:`hyperrag_fast.prebuilt` (the build step, the
-write side); query code only loads what is there and raises :class:`MissingPrebuilt`
-naming the command when a method's structure is absent. docs/architecture.md §1, §7.
+Saved inside a generation, ``<gen>/prebuilt/<structure>/``, and published with the index
+they were built from by :mod:`hyperrag_fast.prebuilt` (the build step, the write side);
+the generation's manifest lists every structure file with its xxh3_128 (``prebuilt``).
+Query code only loads what is there and raises :class:`MissingPrebuilt` naming the command
+when a method's structure is absent. docs/architecture.md §1, §7.
 """
 from __future__ import annotations
 
@@ -20,15 +22,13 @@ import numpy as np
 
 from .checksums import FAST, file_digest
 from .errors import IndexCorruptedError
-from .hypergraph import ARRAY_FIELDS, Hypergraph
-from .paths import is_link
+from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
+from .paths import check_regular, check_relative, is_link
 from .validate import check_graph, check_vectors
 
 #: the structures the build step makes; a method's ``needs`` names some of them
 STRUCTURES = ("merge_full", "merge_none", "merge_semi", "coda", "consolidated")
-FOLDER = "prebuilt"
-GENERATION = "GENERATION"  # the index generation the structures were built from
-CHECKSUMS = "CHECKSUMS.json"  # xxh3_128 of every structure file (saved since issue 24)
+FOLDER = "prebuilt"  # in a generation
 _TEXTS = ("node_name", "node_desc", "edge_text", "group_key")
 
 
@@ -50,95 +50,75 @@ class VariantGraph:
 @dataclass(eq=False)
 class Prebuilt:
     """What the build step made for one index: variant graphs by structure name and the
-    CODA system (``hyperrag_fast.coda.system.CodaSystem``) or None."""
+    CODA system (``hyperrag_fast.coda.system.CodaSystem``) or None. ``built_from``: the
+    generation directory of the index they were built from (None: an index in memory)."""
 
     graphs: dict[str, VariantGraph] = field(default_factory=dict)
     coda: object | None = None
+    built_from: Path | None = None
 
     def has(self, structure: str) -> bool:
         return structure in self.graphs or (structure == "coda" and self.coda is not None)
 
 
 def load_prebuilt(index_dir: str | os.PathLike, structures: Sequence[str] | None = None,
-                  verify: bool = True) -> Prebuilt:
-    """What the build step saved for the index at ``index_dir`` (empty if nothing): the
-    given ``structures`` when saved, or all of them (None). Every structure is checked
-    before a query reads it: its files against ``CHECKSUMS.json`` (``verify``; folders
-    saved before it existed have none) and its arrays structurally, float arrays finite;
-    any failure is an :class:`IndexCorruptedError` naming the file."""
-    root = Path(index_dir) / FOLDER
-    out = Prebuilt()
-    stamp = root / GENERATION
-    if not stamp.is_file() or _read_small(stamp) != _generation(index_dir):
-        return out  # none, or built for an earlier generation of the index
-    if is_link(root):
-        raise IndexCorruptedError(f"{root}: is a symbolic link; refusing to follow it")
-    want = STRUCTURES if structures is None else structures
-    sums = _checksums(root) if verify else None
-    shape = _index_shape(index_dir)
-    for name in want:
-        if name != "coda" and (root / name / "graph.json").is_file():
-            _verify(root, name, sums)
+                  verify: bool = True, generation: str | os.PathLike | None = None) -> Prebuilt:
+    """What the build step saved with the index at ``index_dir`` (empty if nothing): the
+    given ``structures`` when saved, or all of them (None). ``generation``: the
+    generation directory an opened index reads (``IndexReader.generation``; default: the
+    live one), so the structures are those published with it. Every structure is checked
+    before a query reads it: its files against the manifest's xxh3_128 (``verify``), no
+    file unlisted, and its arrays structurally, float arrays finite; any failure is an
+    :class:`IndexCorruptedError` naming the file. A ``prebuilt/`` folder beside the
+    generations (saved before issue 24, unverified) is never read: ``hyperrag upgrade``
+    adopts it after validating it, ``hyperrag build-methods`` rebuilds it."""
+    if generation is not None:
+        return _load_at(Path(generation), structures, verify)
+    from .store import read_generation
+    return read_generation(index_dir, lambda gen: _load_at(gen, structures, verify))
+
+
+def _load_at(gen: Path, structures: Sequence[str] | None, verify: bool) -> Prebuilt:
+    from .store import _read_manifest_at
+    m = _read_manifest_at(gen, verify)
+    out = Prebuilt(built_from=gen)
+    saved = m.get("prebuilt", {})
+    if not saved:
+        return out
+    c = m["counts"]
+    shape = {"chunks": c["chunks"], "nodes": c["nodes"], "edges": c["edges"],
+             "dim": m["embedder"]["dim"]}
+    root = gen / FOLDER
+    for name in STRUCTURES if structures is None else structures:
+        if name not in saved:
+            continue
+        _check_files(gen, name, saved[name], verify)
+        if name == "coda":
+            out.coda = _load_coda(root / "coda", shape)
+        else:
             out.graphs[name] = _load_graph(root / name, shape)
-    if "coda" in want and (root / "coda" / "raw.json").is_file():
-        _verify(root, "coda", sums)
-        out.coda = _load_coda(root / "coda", shape)
     return out
 
 
-def _read_small(f: Path) -> str:
-    with open(f, "rb") as fh:
-        return fh.read(256).decode("ascii", "replace").strip()
-
-
-def _generation(index_dir: str | os.PathLike) -> str:
-    from .store import current_generation
-    return current_generation(index_dir) or ""
-
-
-def _index_shape(index_dir) -> dict[str, int] | None:
-    """Counts and dimension of the index (None: structures saved in a folder holding no
-    index, through the API; then only their own consistency is checked)."""
-    from .store import current_generation, read_manifest
-    if current_generation(index_dir) is None and not (Path(index_dir) / "manifest.json").is_file():
-        return None
-    m = read_manifest(index_dir)
-    c = m["counts"]
-    return {"chunks": int(c["chunks"]), "nodes": int(c["nodes"]), "edges": int(c["edges"]),
-            "dim": int(m["embedder"]["dim"])}
-
-
-def _checksums(root: Path) -> dict[str, str] | None:
-    f = root / CHECKSUMS
-    if not f.is_file():
-        return None  # saved before issue 24: structural checks only
-    try:
-        sums = json.loads(f.read_text(encoding="utf-8"))[FAST]
-        if not isinstance(sums, dict):
-            raise TypeError
-    except (ValueError, KeyError, TypeError, RecursionError):
-        raise IndexCorruptedError(f"{f}: unreadable; rebuild the structures with "
-                                  f"hyperrag build-methods") from None
-    return sums
-
-
-def _verify(root: Path, name: str, sums: dict[str, str] | None) -> None:
-    """The files of structure ``name`` against their checksums (all must be listed)."""
-    if sums is None:
-        return
-    d = root / name
+def _check_files(gen: Path, name: str, sums: dict[str, str], verify: bool) -> None:
+    """The files of structure ``name`` are regular files inside ``gen``, exactly those
+    the manifest lists, and (``verify``) match their checksums."""
+    mf = gen / "manifest.json"
+    for rel in sums:
+        check_regular(gen / check_relative(rel, mf), gen)
+    d = gen / FOLDER / name
     for p in sorted(d.rglob("*")):
-        rel = p.relative_to(root).as_posix()
         if is_link(p):
             raise IndexCorruptedError(f"{p}: is a symbolic link; refusing to follow it")
-        if not p.is_file() or p.name.endswith(".tmp"):
-            continue
-        if rel not in sums or file_digest(p, FAST) != sums[rel]:
-            raise IndexCorruptedError(f"{p}: does not match {CHECKSUMS}; the prebuilt structure "
-                                      f"is corrupted, rebuild it with hyperrag build-methods")
-    for rel in sums:
-        if rel.startswith(f"{name}/") and not (root / rel).is_file():
-            raise IndexCorruptedError(f"{root / rel}: listed in {CHECKSUMS} but missing")
+        if p.is_file() and p.relative_to(gen).as_posix() not in sums:
+            raise IndexCorruptedError(f"{p}: not listed in {mf}; the prebuilt structure is "
+                                      f"corrupted or crafted, rebuild it with hyperrag build-methods")
+    if verify:
+        for rel, want in sums.items():
+            if file_digest(gen / rel, FAST) != want:
+                raise IndexCorruptedError(
+                    f"{gen / rel}: {FAST} does not match the manifest; the prebuilt structure "
+                    f"is corrupted, rebuild it with hyperrag build-methods")
 
 
 _BAD = (ValueError, KeyError, TypeError, OSError, EOFError, IndexError, RecursionError,
@@ -160,11 +140,9 @@ def _load_graph(d: Path, shape: dict[str, int]) -> VariantGraph:
         raise IndexCorruptedError(f"{d}: unreadable prebuilt graph ({type(e).__name__}); "
                                   f"rebuild it with hyperrag build-methods") from None
     n_v, n_e = len(texts["node_name"]), len(texts["edge_text"])
-    if shape is None:
-        shape = {"chunks": n_chunks, "edges": n_e, "nodes": n_v,
-                 "dim": nv.shape[1] if nv.ndim == 2 else -1}
-    if (not isinstance(n_chunks, int) or n_chunks != shape["chunks"] or n_e != shape["edges"] or len(texts["node_desc"]) != n_v
-            or (index_nodes and n_v != shape["nodes"])):
+    if (not isinstance(n_chunks, int) or n_chunks != shape["chunks"] or n_e != shape["edges"]
+            or len(texts["node_desc"]) != n_v or (index_nodes and n_v != shape["nodes"])
+            or merge not in MERGES):
         raise IndexCorruptedError(f"{d / 'graph.json'}: its counts do not match the index; "
                                   f"rebuild it with hyperrag build-methods")
     check_graph(arrs, n_chunks, n_v, n_e, len(texts["group_key"]), {"node_vec": nv},
@@ -181,7 +159,6 @@ def _load_coda(d: Path, shape: dict[str, int]):
         raise IndexCorruptedError(f"{d}: unreadable CODA system ({type(e).__name__}); "
                                   f"rebuild it with hyperrag build-methods") from None
     for name, m in (("raw_ent_vec", coda.raw_ent_vec), ("raw_rel_vec", coda.raw_rel_vec)):
-        dim = shape["dim"] if shape else (m.shape[1] if m.ndim == 2 else -1)
-        check_vectors(name, m, m.shape[0] if m.ndim == 2 else -1, dim,
+        check_vectors(name, m, m.shape[0] if m.ndim == 2 else -1, shape["dim"],
                       str(d / f"{name}.npy"))
     return coda

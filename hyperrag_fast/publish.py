@@ -19,16 +19,19 @@ import filelock
 import numpy as np
 
 from .config import LOCK_TIMEOUT_S
-from .checksums import FAST, manifest_checksums, verify_files
+from .checksums import manifest_checksums, write_manifest
 from .errors import IndexCorruptedError, IndexLockedError
 from .paths import is_link
 from .store import (_GEN, CURRENT, FORMAT_VERSION, LEXICAL, MANIFEST, SCRATCH_PREFIX, VECTOR_KINDS,
-                    StoredIndex, _read_manifest_at, current_generation, generation_dir)
+                    StoredIndex, current_generation)
 from .texts import TEXTS, extraction_to_json
 
 LOCK = ".lock"  # the writer lock's file in an index directory, never part of an index
 _POINTER_TMP = f".{CURRENT}.tmp-"
 _LEGACY = (MANIFEST, TEXTS, "arrays", "vectors", "ann")  # format <= 3 kept these at the root
+# before issue 24 prebuilt structures were saved beside the generations (never read now:
+# ``hyperrag upgrade`` adopts them while stamped with the live generation, else removed)
+_OLD_PREBUILT = "prebuilt"
 #: ``hook(step)`` called at each named publish step, installed by :func:`set_step_hook`
 #: (tests: SIGKILL the process there); None in every normal run
 StepHook = Callable[[str], None]
@@ -252,7 +255,7 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
     for n in sorted(os.listdir(root)):
         p = root / n
         if is_link(p) and (_GEN.match(n) or n.startswith((_POINTER_TMP, SCRATCH_PREFIX))
-                           or n in _LEGACY):
+                           or n in _LEGACY or n == _OLD_PREBUILT):
             if not _GEN.match(n) or n not in keep:
                 p.unlink()  # a link in the index folder: never followed
         elif _GEN.match(n) and n not in keep:
@@ -261,12 +264,24 @@ def _remove_leftovers(root: Path, keep: set[str]) -> None:
             p.unlink(missing_ok=True)
         elif n in _LEGACY and (root / CURRENT).is_file():
             shutil.rmtree(p) if p.is_dir() else p.unlink()
+        elif n == _OLD_PREBUILT and (root / CURRENT).is_file() and not _adoptable(p, root):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
         elif n.startswith(SCRATCH_PREFIX) and not _alive(n):  # a killed build's scratch
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     aside = re.compile(rf"^\.{re.escape(root.name)}\.(tmp|old)-[0-9a-f]{{8}}$")
     for p in root.parent.iterdir():
         if aside.match(p.name) and p.is_dir() and not is_link(p):
             shutil.rmtree(p, ignore_errors=True)
+
+
+def _adoptable(old_prebuilt: Path, root: Path) -> bool:
+    """Whether structures saved beside the generations name the live one (stamp)."""
+    try:
+        with open(old_prebuilt / "GENERATION", "rb") as f:
+            stamp = f.read(64).decode("ascii", "replace").strip()
+        return not is_link(old_prebuilt / "GENERATION") and stamp == current_generation(root)
+    except (OSError, IndexCorruptedError):
+        return False
 
 
 def _clean(root: Path) -> str | None:
@@ -303,11 +318,33 @@ def _write_generation(gen: Path, s: StoredIndex,
     files = sorted(p for p in gen.rglob("*") if p.is_file())
     manifest = dict(s.manifest, format_version=FORMAT_VERSION, ann_files=ann_files,
                     **manifest_checksums(gen, files))
-    (gen / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
-    for p in [*files, gen / MANIFEST]:
+    _seal_and_sync(gen, manifest, files)
+
+
+def _seal_and_sync(gen: Path, manifest: dict, files: list[Path]) -> None:
+    """Write the manifest and its seal, then fsync every file and folder of ``gen``."""
+    for p in [*files, *write_manifest(gen, manifest)]:
         _fsync_path(p)
     for d in {p.parent for p in files} | {gen}:
         _fsync_path(d)
+
+
+def _link(src: Path, dst: Path, rels) -> list[Path]:
+    """Hard links (copies where links fail) of files ``rels`` of ``src`` under ``dst``."""
+    out = []
+    for rel in rels:
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src / rel, dst / rel)
+        except OSError:
+            shutil.copy2(src / rel, dst / rel)
+        out.append(dst / rel)
+    return out
+
+
+def _next_generation(root: Path) -> Path:
+    seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
+    return root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
 
 
 def _publish(root: Path, name: str) -> None:
@@ -338,8 +375,7 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
     with writer_lock(path) as root:
         live = _clean(root)
         _kill_point("cleaned")
-        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
-        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
+        gen = _next_generation(root)
         gen.mkdir()
         try:
             _write_generation(gen, s, write_ann)
@@ -350,40 +386,3 @@ def save_index(path: str | os.PathLike, s: StoredIndex,
         _publish(root, gen.name)
         _remove_leftovers(root, {gen.name, *([live] if live else [])})
     return gen
-
-
-def upgrade_checksums(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S) -> bool:
-    """Give a format-4 index saved before issue 13 its ``xxh3_128`` checksums (fast
-    verified loads): every file is verified against its sha256 first, then a new
-    generation of hard links (copies where links fail) with the extended manifest is
-    published as by :func:`save_index`. False (nothing written) when it has them already."""
-    with writer_lock(path, timeout, create=False) as root:
-        live = _clean(root)
-        src = generation_dir(root)
-        manifest = _read_manifest_at(src)
-        if FAST in manifest:
-            return False
-        verify_files(src, manifest)
-        seqs = [_seq(n) for n in os.listdir(root) if _GEN.match(n)]
-        gen = root / f"gen-{max(seqs, default=0) + 1:06d}-{uuid.uuid4().hex[:8]}"
-        try:
-            for rel in manifest["files"]:
-                (gen / rel).parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(src / rel, gen / rel)
-                except OSError:
-                    shutil.copy2(src / rel, gen / rel)
-            files = [gen / rel for rel in manifest["files"]]
-            sums = manifest_checksums(gen, files)
-            if sums["files"] != manifest["files"]:  # changed between verifying and linking
-                raise IndexCorruptedError(f"{src}: files changed while upgrading")
-            (gen / MANIFEST).write_text(json.dumps(dict(manifest, **sums), indent=2,
-                                                   ensure_ascii=False))
-            for p in [*files, gen / MANIFEST, *{p.parent for p in files}, gen]:
-                _fsync_path(p)
-        except BaseException:
-            shutil.rmtree(gen, ignore_errors=True)
-            raise
-        _publish(root, gen.name)
-        _remove_leftovers(root, {gen.name, *([live] if live else [])})
-    return True

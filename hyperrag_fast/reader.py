@@ -11,12 +11,15 @@ delete, save) extends this class; nothing here imports it.
 from __future__ import annotations
 
 import os
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .ann import AnnParams, DistinctRows, VectorIndex
-from .config import DEFAULT_CHUNK_VECTORS
+from .config import DEFAULT_CHUNK_VECTORS, DEFAULT_DAMAGED_GRAPH
+from .errors import DamagedGraphWarning
 from .embed.base import Embedder
 from .hypergraph import ARRAY_FIELDS, Hypergraph
 from .records import Chunk, Extraction
@@ -72,6 +75,12 @@ class IndexReader:
         self.extractor, self.embedder = extractor, embedder
         self.bm25 = bm25
         self._chunk_index: dict[str, int] | None = None  # built on first use (a query needs none)
+        #: the saved generation directory these arrays are (set by open and save; None:
+        #: built or changed in memory); prebuilt structures are read from it
+        self.generation: Path | None = None
+        #: kinds searched exactly because their usearch graph was damaged (kind -> why;
+        #: only when opened with ``damaged_graph="exact"``)
+        self.damaged_graphs: dict[str, str] = {}
 
     @property
     def merge(self) -> str:
@@ -96,16 +105,22 @@ class IndexReader:
     @classmethod
     def open(cls, path: str | os.PathLike, embedder: Embedder | None = None, mmap: bool = True,
              verify: bool = True, extractor: Extractor | None = None,
-             ann_params: AnnParams | None = None):
+             ann_params: AnnParams | None = None,
+             damaged_graph: str = DEFAULT_DAMAGED_GRAPH):
         """Open the live generation of a saved index; ``mmap`` maps arrays, vectors and
         usearch files read-only. An embedder (or extractor) whose name/dim differs from the
-        manifest raises IndexMismatchError; ``verify=False`` skips the checksums."""
+        manifest raises IndexMismatchError; ``verify=False`` skips the checksums.
+        ``damaged_graph``: "error" (default) raises IndexCorruptedError for a usearch graph
+        failing its checksum or structural check; "exact" searches that kind exactly on
+        its float32 vectors instead, with a :class:`DamagedGraphWarning`
+        (``damaged_graphs`` then names the kinds and why; ``config.DAMAGED_GRAPHS``)."""
         return read_generation(path, lambda gen: cls._open_generation(
-            gen, path, embedder, mmap, verify, extractor, ann_params))
+            gen, path, embedder, mmap, verify, extractor, ann_params, damaged_graph))
 
     @classmethod
-    def _open_generation(cls, gen, path, embedder, mmap, verify, extractor, ann_params):
-        s = load_index(gen, mmap=mmap, verify=verify)
+    def _open_generation(cls, gen, path, embedder, mmap, verify, extractor, ann_params,
+                         damaged_graph=DEFAULT_DAMAGED_GRAPH):
+        s = load_index(gen, mmap=mmap, verify=verify, damaged_graph=damaged_graph)
         m = s.manifest
         emb = m["embedder"]
         if embedder is not None:
@@ -131,13 +146,35 @@ class IndexReader:
             return (DistinctRows(a[f"{k}_rep"], a[f"{k}_dup_ptr"], a[f"{k}_dup_ids"])
                     if f"{k}_rep" in a else None)
 
-        ann = {k: VectorIndex.load(s.vectors[k], s.ann_files.get(k), params, view=mmap,
-                                   distinct=distinct(k)) for k in KINDS}
+        ann, damaged = {}, {}
+        for k in KINDS:
+            f = s.ann_files.get(k)
+            if f is not None and k in s.damaged_ann:
+                damaged[k] = f"{f}: {k}'s usearch graph does not match the manifest"
+            elif f is not None:
+                try:
+                    if distinct(k) is None:
+                        raise IndexCorruptedError(f"{gen / 'manifest.json'}: {k} has a usearch "
+                                                  f"graph but no distinct rows ({k}_rep)")
+                    ann[k] = VectorIndex.load(s.vectors[k], f, params, view=mmap,
+                                              distinct=distinct(k))
+                    continue
+                except IndexCorruptedError as e:
+                    if damaged_graph != "exact":
+                        raise
+                    damaged[k] = str(e)
+            ann[k] = VectorIndex.load(s.vectors[k], None, params)
+        for k, why in damaged.items():
+            warnings.warn(DamagedGraphWarning(f"{why} (damaged_graph='exact': searching {k} "
+                                              f"exactly on its float32 vectors)"), stacklevel=3)
         lx = s.lexical
         bm25 = BM25Arrays(a["bm25_indptr"], a["bm25_indices"], a["bm25_data"], lx["terms"],
                           lx["n_docs"], lx["k1"], lx["b"])
-        return cls(s.chunks, s.extractions, graph, s.vectors, embedder_name=emb["name"],
-                   embedder_dim=emb["dim"], extractor_name=m["extractor"],
-                   max_tokens=m["chunking"]["max_tokens"], overlap=m["chunking"]["overlap"],
-                   ann_params=params, ann=ann, extractor=extractor, embedder=embedder,
-                   bm25=bm25, chunk_vectors=m.get("chunk_vectors", DEFAULT_CHUNK_VECTORS))
+        out = cls(s.chunks, s.extractions, graph, s.vectors, embedder_name=emb["name"],
+                  embedder_dim=emb["dim"], extractor_name=m["extractor"],
+                  max_tokens=m["chunking"]["max_tokens"], overlap=m["chunking"]["overlap"],
+                  ann_params=params, ann=ann, extractor=extractor, embedder=embedder,
+                  bm25=bm25, chunk_vectors=m.get("chunk_vectors", DEFAULT_CHUNK_VECTORS))
+        out.generation = Path(gen)
+        out.damaged_graphs = damaged
+        return out

@@ -36,6 +36,12 @@ EMBED_TIMEOUT_S = 60.0
 MODEL_CACHE_ENV = "HYPERRAG_FAST_CACHE"
 #: how long a writer waits for another writer of the index (0: refuse at once; < 0: forever)
 LOCK_TIMEOUT_S = 0.0
+#: what opening an index does with a damaged usearch HNSW graph (checksum mismatch or
+#: failed structural check, ``hyperrag_fast.hnsw_check``): "error" (the default: a clear
+#: IndexCorruptedError) or "exact" (search that kind exactly on its float32 vectors, with
+#: a DamagedGraphWarning); ``IndexReader.open(damaged_graph=...)``, ``--damaged-graph``
+DAMAGED_GRAPHS = ("error", "exact")
+DEFAULT_DAMAGED_GRAPH = "error"
 
 
 def _one_of(name: str, value: str, allowed) -> None:

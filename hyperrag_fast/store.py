@@ -42,10 +42,11 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from .config import DAMAGED_GRAPHS, DEFAULT_DAMAGED_GRAPH, _one_of
 from .records import Chunk, Extraction
 from .errors import (IndexCorruptedError, IndexError_, IndexLockedError,  # noqa: F401
                      IndexMismatchError)
-from .checksums import Verification
+from .checksums import Verification, check_seal
 from .manifest_schema import check_manifest
 from .paths import check_manifest_paths, is_link
 from .texts import TEXTS, read_texts
@@ -83,6 +84,8 @@ class StoredIndex:
     group_key: list[str]
     ann_files: dict[str, Path] = field(default_factory=dict)
     lexical: dict[str, Any] = field(default_factory=dict)  # BM25 terms + parameters
+    #: kinds whose HNSW file failed its checksum (only with ``damaged_graph="exact"``)
+    damaged_ann: set[str] = field(default_factory=set)
 
 
 def _reason(e: Exception) -> str:
@@ -165,7 +168,9 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
     return read_generation(path, _read_manifest_at)
 
 
-def _read_manifest_at(root: Path) -> dict[str, Any]:
+def _read_manifest_at(root: Path, verify: bool = True) -> dict[str, Any]:
+    """The manifest of generation ``root``, checked against its seal (``verify``) and
+    by shape (:mod:`hyperrag_fast.manifest_schema`)."""
     if not root.is_dir():
         raise FileNotFoundError(f"no index directory at {root}")
     mf = root / MANIFEST
@@ -174,7 +179,13 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
     if not mf.is_file():
         raise IndexCorruptedError(f"{mf}: missing; {root} is not a saved index")
     try:
-        manifest = json.loads(mf.read_text(encoding="utf-8"))
+        raw = mf.read_bytes()
+    except OSError as e:
+        raise IndexCorruptedError(f"{mf}: unreadable ({e.strerror or type(e).__name__})") from None
+    if verify:
+        check_seal(root, raw)
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise IndexCorruptedError(f"{mf}: unreadable manifest ({_reason(e)})") from None
     if not isinstance(manifest, dict) or "format_version" not in manifest:
@@ -188,11 +199,15 @@ def _read_manifest_at(root: Path) -> dict[str, Any]:
     return manifest
 
 
-def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> StoredIndex:
+def load_index(path: str | os.PathLike, mmap: bool = True, verify: bool = True,
+               damaged_graph: str = DEFAULT_DAMAGED_GRAPH) -> StoredIndex:
     """Read the live generation of an index directory; ``mmap`` maps .npy files read-only;
-    ``verify`` checks the checksum of every file listed in the manifest (xxh3_128, or
-    sha256 for indexes saved before issue 13; see :mod:`hyperrag_fast.checksums`)."""
-    return read_generation(path, lambda gen: _load_generation(gen, mmap, verify))
+    ``verify`` checks the manifest's seal and the checksum of every file it lists
+    (xxh3_128, or sha256 for indexes saved before issue 13; see
+    :mod:`hyperrag_fast.checksums`). ``damaged_graph="exact"``: an HNSW file failing its
+    checksum is listed in ``damaged_ann`` instead of raising (``config.DAMAGED_GRAPHS``)."""
+    _one_of("damaged_graph", damaged_graph, DAMAGED_GRAPHS)
+    return read_generation(path, lambda gen: _load_generation(gen, mmap, verify, damaged_graph))
 
 
 def set_load_hook(hook: Callable[[Path], None] | None) -> Callable[[Path], None] | None:
@@ -203,14 +218,17 @@ def set_load_hook(hook: Callable[[Path], None] | None) -> Callable[[Path], None]
     return previous
 
 
-def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
-    manifest = _read_manifest_at(root)
+def _load_generation(root: Path, mmap: bool, verify: bool,
+                     damaged_graph: str = DEFAULT_DAMAGED_GRAPH) -> StoredIndex:
+    manifest = _read_manifest_at(root, verify)
     if _load_hook is not None:
         _load_hook(root)
     check_manifest_paths(root, manifest, (TEXTS, LEXICAL, *(f"vectors/{k}.npy" for k in VECTOR_KINDS)))
     vec_files = {f"vectors/{k}.npy": k for k in VECTOR_KINDS}
+    ann_rels = {v: k for k, v in manifest.get("ann_files", {}).items()}
     # verified: checksums and the vectors' NaN / inf scan in one pass, on a thread
-    check = Verification(root, manifest, vec_files) if verify else None
+    check = Verification(root, manifest, vec_files,
+                         ann_rels if damaged_graph == "exact" else ()) if verify else None
     try:
         s = _read_files(root, manifest, mmap, finite=not verify)
     except BaseException:
@@ -220,6 +238,7 @@ def _load_generation(root: Path, mmap: bool, verify: bool) -> StoredIndex:
     if check is not None:
         _, unchecked = check.result()
         check_finite(s.vectors, sorted(vec_files[r] for r in unchecked), root)
+        s.damaged_ann = {ann_rels[r] for r in check.damaged}
     return s
 
 

@@ -10,6 +10,7 @@ a full read checks them.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -125,8 +126,11 @@ def chunk_titles(chunks: Sequence[Chunk]) -> list[str]:
 
 
 def read_texts(path: Path):
-    """(chunks, extractions, node names, node descriptions, edge texts, group keys)."""
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    """(chunks, extractions, node names, node descriptions, edge texts, group keys).
+    Opened read-only and immutable: a generation never changes, and SQLite then reads the
+    checksummed file alone (never a ``-journal`` / ``-wal`` file beside it)."""
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
+    con = sqlite3.connect(uri, uri=True, check_same_thread=False)
 
     def count(table: str) -> int:
         return con.execute(f"SELECT COALESCE(MAX(idx) + 1, 0) FROM {table}").fetchone()[0]

@@ -24,8 +24,8 @@ an order that is still not separated is returned with ``certified`` False.
 A round pushes FIFO while it is local; once it has pushed or queued ``pass_min`` nodes
 the push is global: every untouched node joins the touched list (in id order) and the
 round runs as passes over the nodes in id order (the arcs then read in storage order, not
-at random, with no touch bookkeeping: on the 10k-chunk graph at d = .85 about a fifth of
-the FIFO's time per arc).
+at random, with no touch bookkeeping: on the 10k-chunk graph at d = .85 a half to a fifth
+of the FIFO's time per arc).
 
 Scratch (``x``, ``s``: float64 zeros; ``flag``: uint8 zeros; ``touched``: int32, n + 1
 slots; ``queue``: int32, n slots) is reset before return by the touched list: a call costs what

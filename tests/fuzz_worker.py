@@ -16,6 +16,7 @@ from hyperrag_fast import checksums
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.errors import IndexError_
 from hyperrag_fast.index import HyperIndex
+from hyperrag_fast.methods import needs
 from hyperrag_fast.prebuilt_reader import MissingPrebuilt, load_prebuilt
 from hyperrag_fast.retriever import QueryOptions, Retriever
 from hyperrag_fast.store import generation_dir
@@ -23,27 +24,48 @@ from hyperrag_fast.store import generation_dir
 QUERIES = ["In which town did Ada Lovelace's father die?", "Marie Curie river",
            "Jacquard loom Lyon punched cards"]
 METHODS = ["dense", "bm25", "stitch", "binary_ppr", "no_stibp"]
+#: the methods reading each prebuilt structure (a case damaging one queries these)
+PREBUILT_METHODS = {"merge_full": ["merge_full"], "merge_none": ["merge_none"],
+                    "coda": ["coda"], "consolidated": ["stitch_consolidated"]}
+ALL_METHODS = METHODS + [m for ms in PREBUILT_METHODS.values() for m in ms]
 
 
-def results(ix_dir: str, verify: bool, methods: list[str]):
+def methods_for(case: dict) -> list[str]:
+    """What a case queries: the methods of the structure whose file it damages, all of
+    them for a crafted prebuilt list, else the index's own methods (a CODA system is
+    consolidated when it is loaded, ~0.5 s: loaded only where a case can change it)."""
+    f = case.get("file", "")
+    if f.startswith("prebuilt/"):
+        return PREBUILT_METHODS[f.split("/")[1]]
+    return ALL_METHODS if case.get("edit", "").startswith("prebuilt_") else METHODS
+
+
+def results(ix_dir: str, verify: bool, methods: list[str]) -> dict[str, list]:
     ix = HyperIndex.load(ix_dir, HashingEmbedder(), verify=verify)
-    r = Retriever(ix, prebuilt=load_prebuilt(ix_dir, None))
-    out = []
+    structures = sorted({s for m in methods for s in needs(m, ix.merge)})
+    r = Retriever(ix, prebuilt=load_prebuilt(ix_dir, structures, verify, ix.generation))
+    out = {}
     for m in methods:
+        out[m] = []
         for q in QUERIES:
             res = r.retrieve(q, QueryOptions(method=m))
-            out.append([(c.chunk_id, c.text[:40], round(float(c.score), 9)) for c in res.chunks])
+            out[m].append([(c.chunk_id, c.text[:40], round(float(c.score), 9))
+                           for c in res.chunks])
     return out
 
 
 def resum(gen: Path) -> None:
-    """Recompute the manifest's checksums (a crafted folder), over the files it lists."""
+    """Recompute the manifest's checksums (a crafted folder), over the files it lists,
+    the prebuilt structures' included, and seal it again."""
     mf = gen / "manifest.json"
     m = json.loads(mf.read_text(encoding="utf-8"))
     files = [gen / r for r in m["files"] if (gen / r).is_file()]
     m.update(checksums.manifest_checksums(gen, files))
-    seal = getattr(checksums, "seal_manifest", None)
-    mf.write_text(json.dumps(seal(m) if seal else m), encoding="utf-8")
+    for listed in m.get("prebuilt", {}).values():
+        for rel in listed:
+            if (gen / rel).is_file():
+                listed[rel] = checksums.file_digest(gen / rel, checksums.FAST)
+    checksums.write_manifest(gen, m)
 
 
 EDITS = {  # crafted manifests: name -> edit of the parsed manifest (then checksums resummed)
@@ -66,6 +88,8 @@ EDITS = {  # crafted manifests: name -> edit of the parsed manifest (then checks
     "files_drop_array": lambda m: m["files"].pop("arrays/node_chunk.npy"),
     "files_drop_vec": lambda m: m["files"].pop("vectors/node_vec.npy"),
     "files_add_missing": lambda m: m["files"].__setitem__("arrays/extra.npy", "0" * 64),
+    "files_drop_rep": lambda m: m["files"].pop("arrays/chunk_vec_rep.npy"),
+    "ann_files_to_rep": lambda m: m["ann_files"].__setitem__("chunk_vec", "arrays/chunk_vec_rep.npy"),
     "version_str": lambda m: m.__setitem__("format_version", "4" * 5000),
     "version_3": lambda m: m.__setitem__("format_version", 3),
     "version_none": lambda m: m.__setitem__("format_version", None),
@@ -89,6 +113,27 @@ EDITS = {  # crafted manifests: name -> edit of the parsed manifest (then checks
     "extractor_obj": lambda m: m.__setitem__("extractor", {"x": 1}),
     "chunk_vectors_bad": lambda m: m.__setitem__("chunk_vectors", "sideways"),
     "manifest_list": lambda m: (m.clear(), m.__setitem__("format_version", 4)),
+    # the prebuilt structures' file lists (issue 24 item 3)
+    "prebuilt_list": lambda m: m.__setitem__("prebuilt", ["merge_full"]),
+    "prebuilt_files_list": lambda m: m["prebuilt"].__setitem__("merge_full", ["a"]),
+    "prebuilt_empty": lambda m: m["prebuilt"].__setitem__("merge_full", {}),
+    "prebuilt_bad_name": lambda m: m["prebuilt"].__setitem__("../x", m["prebuilt"]["coda"]),
+    "prebuilt_escape": lambda m: m["prebuilt"]["merge_full"].__setitem__(
+        "prebuilt/merge_full/../../../../x.npz", "0" * 32),
+    "prebuilt_absolute": lambda m: m["prebuilt"]["merge_full"].__setitem__("/etc/hostname", "0"),
+    "prebuilt_swap": lambda m: m["prebuilt"].update(merge_full=m["prebuilt"]["merge_none"]),
+    "prebuilt_into_index": lambda m: m["prebuilt"]["merge_full"].__setitem__(
+        "prebuilt/merge_full/../../texts.sqlite", "0" * 32),
+    "prebuilt_drop_file": lambda m: m["prebuilt"]["coda"].pop("prebuilt/coda/raw_ent_vec.npy"),
+    "prebuilt_add_missing": lambda m: m["prebuilt"]["coda"].__setitem__(
+        "prebuilt/coda/extra.npy", "0" * 32),
+    "prebuilt_drop_structure": lambda m: m["prebuilt"].pop("consolidated"),
+    "prebuilt_hash_int": lambda m: m["prebuilt"]["merge_none"].__setitem__(
+        "prebuilt/merge_none/graph.json", 5),
+    "prebuilt_hash_wrong": lambda m: m["prebuilt"]["merge_none"].__setitem__(
+        "prebuilt/merge_none/graph.json", "0" * 32),
+    "prebuilt_unknown": lambda m: m["prebuilt"].__setitem__(
+        "merge_semi", {"prebuilt/merge_semi/graph.json": "0" * 32}),
 }
 
 
@@ -109,15 +154,20 @@ def apply(root: Path, case: dict) -> None:
         m = json.loads(mf.read_text(encoding="utf-8"))
         EDITS[case["edit"]](m)
         mf.write_text(json.dumps(m), encoding="utf-8")
-        if case["resum"] and isinstance(m.get("files"), dict):
+        if case["resum"]:
             try:
                 resum(gen)
-            except Exception:  # noqa: BLE001 - an edit checksums cannot be recomputed over
-                pass
+            except Exception:  # noqa: BLE001 - an edit checksums cannot be recomputed over:
+                checksums.write_manifest(gen, m)  # sealed as it is
         return
     if op == "nest":
         mf = gen / case["file"]
         mf.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        if case["resum"]:  # a crafted folder: sealed / checksummed as it is
+            if case["file"] == "manifest.json":
+                (gen / checksums.SEAL).write_text(checksums.seal_text(mf.read_bytes()))
+            else:
+                resum(gen)
         return
     path = gen / case["file"]
     data = bytearray(path.read_bytes())
@@ -136,27 +186,39 @@ def apply(root: Path, case: dict) -> None:
         resum(gen)
 
 
+def restore(root: Path, pristine: Path, case: dict) -> None:
+    """Put back what a case touched (its file, the manifest and its seal, or CURRENT)
+    from the pristine copy; anything else differing means a full copy."""
+    gen = generation_dir(pristine)
+    cur = root / "CURRENT"
+    if case["op"] == "pointer":
+        cur.unlink()
+        shutil.copy2(pristine / "CURRENT", cur)
+        return
+    for rel in {case.get("file", "manifest.json"), "manifest.json", checksums.SEAL}:
+        shutil.copy2(gen / rel, root / gen.name / rel)
+
+
 def main() -> None:
     root = Path(sys.argv[1])
     pristine = Path(sys.argv[2])
-    base = {v: results(str(pristine), True, METHODS) for v in (True,)}[True]
+    base = results(str(pristine), True, ALL_METHODS)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         case = json.loads(line)
         print(json.dumps({"start": case["id"]}), flush=True)
         apply(root, case)
+        methods = methods_for(case)
         try:
-            got = results(str(root), case["verify"], METHODS)
-            out = {"outcome": "same" if got == base else "different"}
+            got = results(str(root), case["verify"], methods)
+            out = {"outcome": "same" if got == {m: base[m] for m in methods} else "different"}
         except (IndexError_, MissingPrebuilt) as e:
             msg = str(e)
             out = {"outcome": "error", "type": type(e).__name__, "msg": msg[:300],
                    "lines": len(msg.splitlines()), "length": len(msg)}
         except Exception as e:  # noqa: BLE001 - any other exception is a finding
             out = {"outcome": "exception", "type": type(e).__name__, "msg": str(e)[:300]}
-        # restore the folder from the pristine copy (only what a case touches)
-        shutil.rmtree(root)
-        shutil.copytree(pristine, root, symlinks=True)
+        restore(root, pristine, case)
         print(json.dumps({"id": case["id"], **out}), flush=True)
 
 

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from hyperrag_fast import checksums
 from hyperrag_fast.cli import main
 from hyperrag_fast.store import generation_dir
 
@@ -128,7 +129,7 @@ def test_upgrade_records_fast_checksums(tmp_path, corpus, capsys):
     mf = generation_dir(ix) / "manifest.json"
     m = json.loads(mf.read_text())
     del m["xxh3_128"]
-    mf.write_text(json.dumps(m))
+    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
     code, out, _ = run(capsys, "upgrade", ix)
     assert code == 0 and out["upgraded"] is True
     assert "xxh3_128" in json.loads((generation_dir(ix) / "manifest.json").read_text())

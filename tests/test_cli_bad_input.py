@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from hyperrag_fast import checksums
 from hyperrag_fast.cli import main
 from hyperrag_fast.store import generation_dir
 
@@ -94,15 +95,21 @@ def test_damaged_manifest_is_one_line(ix, tmp_path, edit, needle):
     mf = generation_dir(d) / "manifest.json"
     m = json.loads(mf.read_text())
     edit(m)
-    mf.write_text(json.dumps(m))
+    if hasattr(checksums, "write_manifest"):  # a crafted manifest: sealed
+        checksums.write_manifest(mf.parent, m)
+    else:  # a main before the seal
+        mf.write_text(json.dumps(m))
     for verify in ([], ["--no-verify"]):
         one_line_error(hyperrag("query", d, "Lord Byron", *verify), "manifest", needle)
 
 
 def test_manifest_nested_too_deeply_is_one_line(ix, tmp_path):
     d = copy_of(ix, tmp_path)
-    (generation_dir(d) / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
-    one_line_error(hyperrag("info", d), "manifest.json", "nested too deeply")
+    gen = generation_dir(d)
+    (gen / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    one_line_error(hyperrag("info", d), "manifest.json", "manifest.xxh3")  # the seal sees it
+    (gen / checksums.SEAL).write_text(checksums.seal_text((gen / "manifest.json").read_bytes()))
+    one_line_error(hyperrag("info", d), "manifest.json", "nested too deeply")  # sealed: crafted
 
 
 def test_lock_file_symlink_is_one_line(ix, tmp_path):

@@ -359,9 +359,11 @@ def test_coda_methods_without_the_build_step_say_how_to_build(index):
 def test_prebuilt_saved_and_loaded_give_the_same_ranking(index, tmp_path):
     from hyperrag_fast.prebuilt import ensure_prebuilt, load_prebuilt
     names = ["merge_full", "merge_none", "coda", "stitch_consolidated"]
-    ensure_prebuilt(tmp_path, index, ["merge_full", "merge_none", "coda", "consolidated"])
+    index.save(tmp_path / "ix")  # structures are published with the saved index they come from
+    saved = HyperIndex.load(tmp_path / "ix", EMB)
+    ensure_prebuilt(tmp_path / "ix", saved, ["merge_full", "merge_none", "coda", "consolidated"])
     a = Retriever(index, EMB, prebuilt=build_prebuilt(index, ["merge_full", "merge_none", "coda", "consolidated"]))
-    b = Retriever(index, EMB, prebuilt=load_prebuilt(tmp_path))
+    b = Retriever(saved, EMB, prebuilt=load_prebuilt(tmp_path / "ix"))
     for m in names:
         o = QueryOptions(method=m).with_top_k(4)
         x = a.retrieve("Where was the founder of Google born?", o)

@@ -51,6 +51,9 @@ OTHER = [{"id": "curie", "title": "Marie Curie", "text": "Marie Curie was born i
           "Warsaw lies on the Vistula."}]
 Q = "Where did the father of Ada Lovelace die?"
 DEADLINE = 60.0
+#: the first load warms the kernels: on a cold Numba cache that compiles them (minutes on a
+#: loaded 2-core machine), so waits for readiness get longer than the other waits
+LOAD_DEADLINE = 600.0
 
 
 def _build(path: Path, docs) -> Path:
@@ -142,7 +145,7 @@ def serving(specs: dict[str, Path], workers: int = 2, queue: int = 8, timeout_s:
                      ask_pool=ask_pool)
     with serving_app(app, grace) as (base, server):
         if wait_ready:
-            _until(lambda: registry.ready.is_set(), "the indexes to load")
+            _until(lambda: registry.ready.is_set(), "the indexes to load", LOAD_DEADLINE)
             assert registry.error is None, registry.error
         yield base, registry, server
 
@@ -318,7 +321,7 @@ def test_a_request_queued_past_max_wait_is_shed(base_index):
                         embedders=lambda name: gate)
     pool = QueryPool(1, 4, max_wait=0.3)  # well above a thread wake-up on a busy machine
     with serving_app(create_app(registry, pool, metrics)) as (base, _):
-        _until(lambda: registry.ready.is_set(), "the load")
+        _until(lambda: registry.ready.is_set(), "the load", LOAD_DEADLINE)
         gate.armed = True
         out: list = []
         first = threading.Thread(target=lambda: out.append(
@@ -567,7 +570,7 @@ def test_cli_serve_subprocess_ready_query_sigterm(base_index, tmp_path):
                   "--workers", "2", "--log-level", "warning"])
     try:
         port = int(_until(lambda: port_file.is_file() and port_file.read_text().strip(),
-                          "the port file", 120))
+                          "the port file", LOAD_DEADLINE))
         base = f"http://127.0.0.1:{port}"
 
         def ready():
@@ -576,7 +579,7 @@ def test_cli_serve_subprocess_ready_query_sigterm(base_index, tmp_path):
             except httpx.TransportError:
                 return False
 
-        _until(ready, "readiness", 120)
+        _until(ready, "readiness", LOAD_DEADLINE)
         r = httpx.post(f"{base}/v1/query", json={"query": Q, "top_k": 1})
         assert r.status_code == 200 and r.json()["index"] == "main"
         p.send_signal(signal.SIGTERM)

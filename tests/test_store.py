@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from hyperrag_fast import checksums, publish, store
+from hyperrag_fast import checksums, publish, publish_linked, store
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
 from hyperrag_fast.hypergraph import ARRAY_FIELDS
@@ -84,7 +84,7 @@ def test_format_version_mismatch(tmp_path, index):
     mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
     m = json.loads(mf.read_text())
     m["format_version"] = 999
-    mf.write_text(json.dumps(m))
+    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
     with pytest.raises(IndexMismatchError, match="format version 999"):
         HyperIndex.load(tmp_path / "ix")
 
@@ -154,7 +154,7 @@ def _drop_fast_checksums(ix_dir) -> None:
     mf = store.generation_dir(ix_dir) / "manifest.json"
     m = json.loads(mf.read_text())
     del m["xxh3_128"]
-    mf.write_text(json.dumps(m))
+    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
 
 
 def test_index_without_fast_checksums_is_verified_with_sha256(tmp_path, index):
@@ -177,7 +177,7 @@ def test_fast_checksums_must_cover_the_same_files(tmp_path, index):
     mf = store.generation_dir(tmp_path / "ix") / "manifest.json"
     m = json.loads(mf.read_text())
     m["xxh3_128"].pop("texts.sqlite")
-    mf.write_text(json.dumps(m))
+    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
     with pytest.raises(IndexCorruptedError, match="same files"):
         HyperIndex.load(tmp_path / "ix")
 
@@ -186,14 +186,14 @@ def test_upgrade_adds_fast_checksums(tmp_path, index):
     index.save(tmp_path / "ix")
     _drop_fast_checksums(tmp_path / "ix")
     old = store.generation_dir(tmp_path / "ix")
-    assert publish.upgrade_checksums(tmp_path / "ix") is True
+    assert publish_linked.upgrade_checksums(tmp_path / "ix") is True
     new = store.generation_dir(tmp_path / "ix")
     assert new != old
     m = json.loads((new / "manifest.json").read_text())
     assert m["xxh3_128"].keys() == m["files"].keys()
     assert m["files"] == json.loads((old / "manifest.json").read_text())["files"]
     _same(index, HyperIndex.load(tmp_path / "ix", HashingEmbedder()))
-    assert publish.upgrade_checksums(tmp_path / "ix") is False  # nothing left to do
+    assert publish_linked.upgrade_checksums(tmp_path / "ix") is False  # nothing left to do
 
 
 def test_upgrade_refuses_a_corrupted_index(tmp_path, index):
@@ -205,7 +205,7 @@ def test_upgrade_refuses_a_corrupted_index(tmp_path, index):
     data[-1] ^= 0x01
     f.write_bytes(bytes(data))
     with pytest.raises(IndexCorruptedError, match="node_ptr.npy: sha256"):
-        publish.upgrade_checksums(tmp_path / "ix")
+        publish_linked.upgrade_checksums(tmp_path / "ix")
     assert store.generation_dir(tmp_path / "ix") == gen  # nothing published
 
 
@@ -226,7 +226,7 @@ def test_nan_vector_with_matching_checksums_is_refused(tmp_path, index, fast, ve
     m.update(checksums.manifest_checksums(gen, [gen / r for r in m["files"]]))
     if not fast:
         del m["xxh3_128"]
-    mf.write_text(json.dumps(m))
+    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
     with pytest.raises(IndexCorruptedError, match="edge_vec.npy: holds NaN or inf"):
         HyperIndex.load(tmp_path / "ix", verify=verify)
 
@@ -270,7 +270,7 @@ def test_ann_storage_recorded_and_old_indexes_read_as_f32(tmp_path, index):
     m = json.loads(mf.read_text())
     assert m["ann"]["storage"] == index.ann_params.storage == "f16"
     del m["ann"]["storage"]
-    mf.write_text(json.dumps(m))
+    checksums.write_manifest(mf.parent, m)  # a crafted manifest: sealed
     assert HyperIndex.load(tmp_path / "ix").ann_params.storage == "f32"
 
 

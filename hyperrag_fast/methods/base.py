@@ -62,4 +62,6 @@ def missing(method: str, structure: str) -> MissingPrebuilt:
         f"method {method!r} needs the prebuilt structure {structure!r}, which this index "
         f"does not have: run `hyperrag build-methods INDEX {method}` (API: "
         f"hyperrag_fast.prebuilt.build_prebuilt(index, [{structure!r}]).save(INDEX)) and "
-        f"load it with Retriever(index, prebuilt=load_prebuilt(INDEX))")
+        f"load it with Retriever(index, prebuilt=load_prebuilt(INDEX)); a prebuilt/ folder "
+        f"an earlier version saved beside the generations is not read: `hyperrag upgrade "
+        f"INDEX` adopts it after validating it)")

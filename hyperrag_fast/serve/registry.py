@@ -82,13 +82,14 @@ class LiveIndex:
             o = self._options
             self.options = o(manifest["embedder"]["name"]) if callable(o) else o
         ix = IndexReader.open(d, embedder=emb, verify=self.verify)
-        prebuilt = load_prebuilt(self.path, self.structures) if self.structures else None
+        prebuilt = (load_prebuilt(self.path, self.structures, self.verify, ix.generation)
+                    if self.structures else None)
         r = Retriever(ix, emb, self.options, prebuilt=prebuilt)
         r.warmup()
         probe = r.retrieve(ix.chunks[0].title or ix.chunks[0].text[:200] or "probe")
         if not probe.chunks or any(not 0 <= c.start <= c.end for c in probe.chunks):
             raise IndexCorruptedError(f"{d}: a probe query returned no valid chunk")
-        for k in ("files", "xxh3_128"):
+        for k in ("files", "xxh3_128", "prebuilt"):
             manifest.pop(k, None)
         return Generation(gen or "", r, manifest, time.time(), time.perf_counter() - t0)
 
