@@ -41,7 +41,13 @@ class Segment:
 @dataclass(frozen=True)
 class Extraction:
     """The extraction of one chunk. ``error`` is set (and ``segments`` empty)
-    when the chunk's extractor output stayed unusable: a recorded skip."""
+    when the chunk's extractor output stayed unusable: a recorded skip.
+
+    ``ner``: ``(surface text, label)`` of every named entity the extractor's NER found in
+    the chunk, in text order (the offline spaCy extractor records them; CODA's offline
+    type discovery reads them instead of running spaCy again, docs/architecture.md §7);
+    None: not recorded (another extractor, or an index saved before they were)."""
 
     segments: tuple[Segment, ...]
     error: str | None = None
+    ner: tuple[tuple[str, str], ...] | None = None

@@ -25,16 +25,20 @@ _CHUNK_COLUMNS = 'chunk_id, doc_id, title, text, start, "end", metadata'
 
 
 def extraction_to_json(ex: Extraction) -> str:
-    return json.dumps({"segments": [{"topic": s.topic, "entities": [list(e) for e in s.entities]}
-                                    for s in ex.segments], "error": ex.error},
-                      ensure_ascii=False)
+    d = {"segments": [{"topic": s.topic, "entities": [list(e) for e in s.entities]}
+                      for s in ex.segments], "error": ex.error}
+    if ex.ner is not None:
+        d["ner"] = [list(e) for e in ex.ner]
+    return json.dumps(d, ensure_ascii=False)
 
 
 def extraction_from_json(text: str) -> Extraction:
     d = json.loads(text)
     segs = tuple(Segment(s["topic"], tuple((n, desc) for n, desc in s["entities"]))
                  for s in d["segments"])
-    return Extraction(segs, d.get("error"))
+    ner = d.get("ner")
+    return Extraction(segs, d.get("error"),
+                      None if ner is None else tuple((t, lab) for t, lab in ner))
 
 
 def _chunk(r) -> Chunk:

@@ -85,3 +85,24 @@ def test_regex_extractor():
     assert "She" not in names(out.segments[0])
     assert ex.extract([chunk("")])[0].error == "empty text"
     assert RegexExtractor(include_title=False).name != ex.name
+
+
+def test_recorded_ner_gives_the_types_a_spacy_rerun_gives(spacy_extractor, tmp_path):
+    """CODA's offline type discovery reads the NER mentions the build recorded
+    (``Extraction.ner``, saved and loaded with the index) and gets what running spaCy
+    again over the chunk texts gives (coda.consolidate.spacy_types)."""
+    from hyperrag_fast.coda.consolidate import record_types, spacy_types
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.index import HyperIndex
+    docs = [{"doc_id": "t", "title": "Teutberga", "text": TEUT},
+            {"doc_id": "o", "title": "Barack Obama", "text": OBAMA + " Obama met Boso in Hawaii."}]
+    HyperIndex.build(docs, spacy_extractor, HashingEmbedder(dim=16), progress=False).save(tmp_path / "ix")
+    ix = HyperIndex.load(tmp_path / "ix")
+    assert all(e.ner for e in ix.extractions)
+    assert ("Hawaii", "GPE") in ix.extractions[1].ner
+    got = record_types(ix.extractions)
+    want = spacy_types([c.text for c in ix.chunks], spacy_extractor.nlp)
+    assert got == want and got[0]["hawaii"] == "GPE"
+    # an extraction without recorded mentions (an older index): no types from records
+    old = [Extraction(e.segments, e.error) for e in ix.extractions]
+    assert record_types(old) is None

@@ -86,7 +86,8 @@ class OfflineExtractor:
                 continue
             names = [e.text for e in sent.ents if e.label_ not in self.exclude_labels]
             segs.append(_segment(text, names, title if self.include_title else None))
-        return Extraction(tuple(segs)) if segs else Extraction((), error="no sentences")
+        ner = tuple((e.text, e.label_) for e in doc.ents)
+        return Extraction(tuple(segs), None, ner) if segs else Extraction((), error="no sentences")
 
     def extract(self, chunks: Sequence[Chunk], progress: Progress | None = None
                 ) -> list[Extraction]:

@@ -35,8 +35,8 @@ def shared_names(exts: Sequence[Extraction]) -> list[Extraction]:
     chunks (Zipf); one string per distinct name instead of one per occurrence."""
     intern = sys.intern
     return [e if e.error is not None else Extraction(tuple(
-        Segment(s.topic, tuple((intern(n), d) for n, d in s.entities)) for s in e.segments))
-        for e in exts]
+        Segment(s.topic, tuple((intern(n), d) for n, d in s.entities)) for s in e.segments),
+        None, e.ner) for e in exts]
 
 
 def extract_chunks(extractor: Extractor, chunks: Sequence[Chunk],
