@@ -6,6 +6,7 @@
     python benchmarks/bench_index_build.py --workers-check 1500            # Dask 1 vs 2
     python benchmarks/bench_index_build.py --embed-ab 600    # embed stage vs one call, same texts
     python benchmarks/bench_index_build.py --chunk-vectors-ab 2wiki --repeats 2  # text vs pooled
+    python benchmarks/bench_index_build.py --coda-cost minilm    # CODA consolidation vs the build
 
 Each corpus is written as JSONL and indexed by ``hyperrag index SRC OUT --json --quiet``
 in a child process; its wall time and peak RSS come from ``os.wait4`` (the whole
@@ -261,6 +262,58 @@ def workers_check(n: int) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+CODA_OUT = C.RESULTS / "coda_cost.json"
+
+
+def coda_cost(embedder: str, keep: Path | None, questions: int) -> dict:
+    """CODA's consolidation beside the build it consolidates, in one run (issue 23 item 3):
+    ``hyperrag index`` of the 2Wiki corpus with ``embedder``, then ``hyperrag build-methods
+    INDEX coda stitch_consolidated`` (the CODA system, its saved graphs and the
+    consolidated hypergraph) on it, each a child process (wall, peak RSS from
+    ``os.wait4``), the build step's own stage seconds (``meta.json``), then the CODA query
+    through the public API (``bench_whole_query.py --method coda``, one thread)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"bench-coda-{embedder}-"))
+    try:
+        src, n = corpus_file("2wiki", tmp)
+        ix = tmp / "ix"
+        load0 = os.getloadavg()
+        b = run_cli(["index", str(src), str(ix), "--embedder", embedder], tmp)
+        load1 = os.getloadavg()
+        c = run_cli(["build-methods", str(ix), "coda", "stitch_consolidated"], tmp)
+        load2 = os.getloadavg()
+        from hyperrag_fast.store import generation_dir
+        coda_dir = generation_dir(ix) / "prebuilt" / "coda"
+        meta = json.loads((coda_dir / "meta.json").read_text())
+        disk = {p.name: round(sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 2 ** 20, 1)
+                for p in sorted((generation_dir(ix) / "prebuilt").iterdir())}
+        out = {"embedder": embedder, "passages": n, "counts": b["out"]["counts"],
+               "index": {k: b[k] for k in ("wall_s", "peak_rss_mb", "cpu_s")},
+               "index_stages_s": {k: v.get("s") for k, v in
+                                  b["out"]["report"]["build"]["stages"].items()},
+               "consolidation": {k: c[k] for k in ("wall_s", "peak_rss_mb", "cpu_s")},
+               "consolidation_stages": meta.get("stages"), "coda_counts": meta.get("counts"),
+               "types_from": meta.get("types_from"), "prebuilt_disk_mb": disk,
+               "loadavg": {"before_index": load0, "before_consolidation": load1,
+                           "after": load2}}
+        out["consolidation_over_index_wall"] = c["wall_s"] / b["wall_s"]
+        out["consolidation_over_index_peak_rss"] = c["peak_rss_mb"] / b["peak_rss_mb"]
+        q = tmp / "q.json"
+        r = subprocess.run([sys.executable, str(Path(__file__).with_name("bench_whole_query.py")),
+                            "--index", str(ix), "--embedder", embedder, "--method", "coda",
+                            "--questions", str(questions), "--repeats", "1", "--out", str(q)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"bench_whole_query failed:\n{r.stderr[-2000:]}")
+        wq = json.loads(q.read_text())
+        out["coda_query"] = {k: wq[k] for k in wq if k.endswith(("_p50", "_p99", "_s"))
+                             or k in ("n_calls", "loadavg_at_end")}
+        if keep is not None:
+            shutil.move(str(ix), str(keep / f"2wiki_{embedder}"))
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def growth(corpora: dict) -> dict:
     syn = {k: v for k, v in corpora.items() if k.startswith("synthetic_")}
     if len(syn) < 2:
@@ -288,8 +341,26 @@ def main() -> None:
     ap.add_argument("--chunk-vectors-ab", default=None, choices=["2wiki", *SIZES],
                     help="build this corpus with --chunk-vectors text and pooled, alternated")
     ap.add_argument("--repeats", type=int, default=2, help="runs per option of --chunk-vectors-ab")
+    ap.add_argument("--coda-cost", action="append", default=[], choices=["minilm", "bge-small"],
+                    help=f"CODA consolidation vs the 2Wiki build with this embedder "
+                         f"(into {CODA_OUT.name})")
+    ap.add_argument("--coda-questions", type=int, default=200,
+                    help="2Wiki questions of the CODA query run")
     ap.add_argument("--out", default=None, help=f"results file (default {OUT})")
     a = ap.parse_args()
+    if a.coda_cost:
+        path = Path(a.out) if a.out else CODA_OUT
+        res = json.loads(path.read_text()) if path.exists() else {}
+        keep = Path(a.keep) if a.keep else None
+        for e in a.coda_cost:
+            stamp = {"command": C.command(), "machine": C.machine(),
+                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            res[e] = {**coda_cost(e, keep, a.coda_questions), "run": stamp}
+            print(json.dumps({e: {k: res[e][k] for k in ("index", "consolidation",
+                                                        "consolidation_over_index_wall",
+                                                        "coda_query")}}), flush=True)
+            path.write_text(json.dumps(res, indent=2, default=C._default) + "\n")
+        return
     out_path = Path(a.out) if a.out else OUT
     res = json.loads(out_path.read_text()) if out_path.exists() else {}
     res.setdefault("corpora", {})

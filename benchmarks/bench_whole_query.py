@@ -4,15 +4,21 @@ candidates + graph (+ building the result), one question at a time, single threa
     python benchmarks/bench_whole_query.py --index indexes/2wiki_bge --embedder bge-small \\
         --questions 200 --out benchmarks/results/whole_query_bge.json
 
+    python benchmarks/bench_whole_query.py --index indexes/2wiki_coda --method coda \
+        --out benchmarks/results/whole_query_coda.json   # a method with prebuilt structures
+
 The embedder runs with one intra-op thread (a service gives each query thread one) unless
-``--threads``. Options: the library default (``config.TUNED``). Medians and p99 of the
+``--threads``. Options: the library default (``config.TUNED``) with ``--method``; a
+method that reads structures of ``hyperrag build-methods`` gets them with
+``load_prebuilt`` (the seconds it takes: ``open_prebuilt_s``). Medians and p99 of the
 wall time per call (time.perf_counter around ``retrieve``), and the medians of the parts
-the result reports.
+the result reports (for CODA methods ``graph_ms`` is the whole method).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,6 +30,7 @@ from hyperrag_fast.eval.data import load_dataset
 from hyperrag_fast.eval.harness import _git, machine_info
 from hyperrag_fast.index import HyperIndex
 from hyperrag_fast.retriever import Retriever
+from hyperrag_fast.config import TUNED
 
 
 def main(argv=None) -> int:
@@ -33,10 +40,18 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads")
     p.add_argument("--questions", type=int, default=200, help="first N 2Wiki questions")
     p.add_argument("--repeats", type=int, default=3, help="passes over the questions")
+    p.add_argument("--method", default=TUNED.method)
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     emb = make_embedder(a.embedder, intra_op_threads=a.threads)
-    r = Retriever(HyperIndex.load(a.index, embedder=emb), emb)
+    ix = HyperIndex.load(a.index, embedder=emb)
+    from dataclasses import replace
+    from hyperrag_fast.methods import needs
+    from hyperrag_fast.prebuilt_reader import load_prebuilt
+    t0 = time.perf_counter()
+    pre = load_prebuilt(a.index, needs(a.method, ix.merge), generation=ix.generation)
+    open_s = time.perf_counter() - t0
+    r = Retriever(ix, emb, prebuilt=pre, options=replace(TUNED, method=a.method))
     r.warmup()
     qs = [q.question for q in load_dataset("2wikimultihopqa", "all").questions[:a.questions]]
     wall, parts = [], {"embed_ms": [], "candidates_ms": [], "graph_ms": []}
@@ -50,6 +65,7 @@ def main(argv=None) -> int:
     out = {"command": "python benchmarks/bench_whole_query.py " + " ".join(argv or sys.argv[1:]),
            "git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain")),
            "machine": machine_info(), "embedder": emb.name, "method": r.options.method,
+           "open_prebuilt_s": open_s, "loadavg_at_end": list(os.getloadavg()),
            "n_calls": len(wall), "whole_query_ms_p50": float(np.median(wall)),
            "whole_query_ms_p99": float(np.percentile(wall, 99)),
            **{f"{k}_p50": float(np.median(v)) for k, v in parts.items()}}

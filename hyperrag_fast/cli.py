@@ -215,8 +215,14 @@ def cmd_build_methods(a) -> dict[str, Any]:
     from .methods import needs
     from .prebuilt import STRUCTURES, ensure_prebuilt
     from .publish import writer_lock
+    if a.cache_dir:
+        from .intake import check_writable_parent
+        check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
     with writer_lock(a.index, a.lock_timeout, create=False):  # one writer of prebuilt/
         ix = load_writer(a.index, args=a)
+        if a.cache_dir and ix.embedder is not None:
+            from .embed.cache import CachedEmbedder
+            ix.embedder = CachedEmbedder(ix.embedder, Path(a.cache_dir) / "embeddings.sqlite")
         names = a.methods or None
         structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
                       else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])

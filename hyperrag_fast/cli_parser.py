@@ -110,6 +110,9 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("methods", nargs="*", metavar="METHOD",
                    help="methods to prepare (default: every prebuilt structure)")
+    s.add_argument("--cache-dir", default=None,
+                   help="embedding cache directory (CODA entity names, merged descriptions): "
+                        "a rebuild embeds nothing twice")
     s.set_defaults(func=commands.build_methods)
 
     s = sub.add_parser("query", parents=[common], help="retrieve chunks (JSON)")

@@ -160,6 +160,14 @@ def adopt_legacy(index_dir: str | os.PathLike, timeout: float | None = None) -> 
                         raise IndexCorruptedError(f"{legacy / rel}: a link, or it does not "
                                                   f"match CHECKSUMS.json; rebuild it with "
                                                   f"hyperrag build-methods")
+                if n == "coda" and not (d / n / "graph").is_dir():  # saved before the graphs were
+                    from .coda.system import load_coda
+                    try:
+                        load_coda(d / n).save(d / n)
+                    except (ValueError, KeyError, TypeError, OSError) as e:
+                        raise IndexCorruptedError(f"{legacy / n}: unreadable CODA system "
+                                                  f"({type(e).__name__}); rebuild it with "
+                                                  f"hyperrag build-methods") from None
                 _load_coda(d / n, shape) if n == "coda" else _load_graph(d / n, shape)
 
         if names:

@@ -24,7 +24,7 @@ from .checksums import FAST, file_digest
 from .errors import IndexCorruptedError
 from .hypergraph import ARRAY_FIELDS, MERGES, Hypergraph
 from .paths import check_regular, check_relative, is_link
-from .validate import check_graph, check_vectors
+from .validate import check_graph
 
 #: the structures the build step makes; a method's ``needs`` names some of them
 STRUCTURES = ("merge_full", "merge_none", "merge_semi", "coda", "consolidated")
@@ -152,13 +152,13 @@ def _load_graph(d: Path, shape: dict[str, int]) -> VariantGraph:
 
 
 def _load_coda(d: Path, shape: dict[str, int]):
-    from .coda.system import load_coda
+    """The graphs the build step saved (``coda.graph.open_coda``), checked; no CODA build
+    code is imported and nothing is assembled."""
+    from .coda.graph import open_coda
     try:
-        coda = load_coda(d)
+        return open_coda(d, shape["chunks"], shape["dim"])
+    except IndexCorruptedError:
+        raise
     except _BAD as e:
-        raise IndexCorruptedError(f"{d}: unreadable CODA system ({type(e).__name__}); "
+        raise IndexCorruptedError(f"{d}: unreadable CODA system ({type(e).__name__}: {e}); "
                                   f"rebuild it with hyperrag build-methods") from None
-    for name, m in (("raw_ent_vec", coda.raw_ent_vec), ("raw_rel_vec", coda.raw_rel_vec)):
-        check_vectors(name, m, m.shape[0] if m.ndim == 2 else -1, shape["dim"],
-                      str(d / f"{name}.npy"))
-    return coda

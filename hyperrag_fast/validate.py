@@ -147,6 +147,34 @@ def check_vectors(name: str, m: np.ndarray, n: int, dim: int, where: str) -> Non
                                   f"rebuild it with hyperrag build-methods") from None
 
 
+def check_coda_graph(arrays: Mapping[str, np.ndarray], n_chunks: int, n_ent: int, n_rel: int,
+                     dim: int, where: str) -> None:
+    """A saved CODA graph (``coda/graph.py``) before its kernels read it: CSR pointers,
+    every id in range, float arrays finite; else IndexCorruptedError naming the file."""
+    try:
+        _csr(arrays, "adj_ptr", "adj_nbr", n_ent, n_ent)
+        n_adj = arrays["adj_nbr"].shape[0]
+        _in_range("adj_rel", _int_array(arrays, "adj_rel", np.int32, n_adj), n_rel)
+        _csr(arrays, "ent_chunk_ptr", "ent_chunks", n_ent, n_chunks)
+        _csr(arrays, "rel_chunk_ptr", "rel_chunks", n_rel, n_chunks)
+        for k in ("rel_src", "rel_tgt"):
+            _in_range(k, _int_array(arrays, k, np.int32, n_rel), n_ent)
+        _in_range("raw_to_ent", _int_array(arrays, "raw_to_ent", np.int64), n_ent)
+        rep = arrays.get("rel_rep")
+        _check_matrix("rel_rep", rep, -1 if rep is None else rep.shape[0], dim, True)
+        _in_range("rel_of", _int_array(arrays, "rel_of", np.int32, n_rel), rep.shape[0])
+        _check_matrix("ent_vec", arrays.get("ent_vec"), n_ent, dim, True)
+        frp = arrays.get("frp")
+        _check_matrix("frp", frp, n_ent, -1 if frp is None else frp.shape[1], True)
+        for k, n in (("adj_w", n_adj), ("rel_strength", n_rel)):
+            a = arrays.get(k)
+            if a is None or a.shape != (n,) or a.dtype != np.float64 or not np.isfinite(a).all():
+                raise _Broken(k, f"expected {n} finite float64 values")
+    except _Broken as b:
+        raise IndexCorruptedError(f"{where}/{b.name}.npy: {b.rule}; the prebuilt structure is "
+                                  f"corrupted, rebuild it with hyperrag build-methods") from None
+
+
 def _check_matrix(name: str, m, n: int, dim: int, finite: bool) -> None:
     if m is None:
         raise _Broken(name, "missing")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.coda.consolidate import (KEEP, MERGE, MergeRow, MergeTable, candidate_pairs,
@@ -194,6 +194,74 @@ def test_offline_rule_and_candidates():
     assert all(r.source == "rule" for r in table.rows) and len(table.rows) > 0
 
 
+def candidates_twin(v, gate, k):
+    """All pairs: each row's top k + 1 other rows (full sort), those with cosine >= gate."""
+    sims = v @ v.T
+    n = v.shape[0]
+    out = {}
+    for i in range(n):
+        order = sorted((j for j in range(n) if j != i), key=lambda j: (-sims[i, j], j))[:k + 1]
+        for j in order:
+            if sims[i, j] >= gate:
+                out[(min(i, j), max(i, j))] = sims[min(i, j), max(i, j)]
+    return out
+
+
+@SETTINGS
+@given(st.integers(2, 40), st.integers(1, 5), st.floats(-0.5, 0.9), st.integers(1, 7),
+       st.integers(0, 2 ** 31 - 1))
+def test_candidate_pairs_match_the_all_pairs_twin(n, k, gate, batch, seed):
+    """Blocked upper-triangle candidates with the gate applied first = every row's
+    top k + 1 over all rows, then the gate (continuous random vectors: no ties)."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, 6)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    sims = np.sort((v.astype(np.float64) @ v.T.astype(np.float64)), axis=1)
+    assume(np.all(np.abs(sims - gate) > 1e-6) and np.all(np.diff(sims, axis=1) > 1e-6))
+    a, b, s = candidate_pairs(v, gate, k, batch=batch)
+    want = candidates_twin(v.astype(np.float64), gate, k)
+    assert sorted(zip(a.tolist(), b.tolist())) == sorted(want)
+    np.testing.assert_allclose(s, [want[(x, y)] for x, y in zip(a, b)], atol=1e-5)
+    assert np.all(np.diff(s) <= 0) and np.all(a < b)
+
+
+def test_relation_rows_stored_once_give_the_dense_values():
+    """Relation vectors stored once per distinct description tuple (RowTable) and merged
+    once per distinct member tuple equal, bit for bit, the dense per-relation values."""
+    from hyperrag_fast.coda.raw_kg import MAX_PIECES, RowTable, l2_rows, segment_sum
+    kg, ev, rv = _raw()
+    assert isinstance(rv, RowTable) and rv.rep.shape[0] < rv.shape[0]  # sentences repeat
+    dense = []
+    for d in kg.rel_desc:
+        p = np.asarray(EMB.embed(d[:MAX_PIECES]), np.float32)
+        dense.append(l2_rows(segment_sum(np.array([0, len(p)]), np.arange(len(p)), p))[0])
+    np.testing.assert_array_equal(np.asarray(rv), np.array(dense))
+    table = MergeTable([MergeRow("google", "google inc", MERGE, "test", 0.9, "rule")],
+                       {"google": 2.0, "google inc": 1.0})
+    g = consolidate(kg, ev, rv, table.group_of())
+    gd = consolidate(kg, ev, RowTable.dense_rows(np.asarray(rv)), table.group_of())
+    np.testing.assert_array_equal(np.asarray(g.rel_vec), np.asarray(gd.rel_vec))
+    q = EMB.embed(["Larry Page founded Google"])[0]
+    np.testing.assert_array_equal(g.rel_vec @ q, np.asarray(g.rel_vec) @ q)
+
+
+def test_saved_graph_opens_as_built_and_damage_is_refused(tmp_path):
+    from hyperrag_fast.coda.graph import load_graph, save_graph
+    from hyperrag_fast.errors import IndexCorruptedError
+    kg, ev, rv = _raw()
+    g = consolidate(kg, ev, rv)
+    save_graph(tmp_path / "g", g)
+    h = load_graph(tmp_path / "g", kg.n_chunks, EMB.dim)
+    for k, a in g.arrays().items():
+        np.testing.assert_array_equal(a, h.arrays()[k])
+    assert list(h.ent_name) == g.ent_name and h.relation_text(0) == g.relation_text(0)
+    nbr = np.load(tmp_path / "g" / "adj_nbr.npy")
+    nbr[0] = g.n_entities
+    np.save(tmp_path / "g" / "adj_nbr.npy", nbr)
+    with pytest.raises(IndexCorruptedError, match="adj_nbr"):
+        load_graph(tmp_path / "g", kg.n_chunks, EMB.dim)
+
+
 def test_stitch_group_of_merges_name_groups():
     kg, ev, _ = _raw()
     table = MergeTable([MergeRow("google", "google inc", MERGE, "t", 0.9, "rule")], {"google": 2})
@@ -364,7 +432,7 @@ def test_coda_methods_without_the_build_step_say_how_to_build(index):
 
 def test_prebuilt_saved_and_loaded_give_the_same_ranking(index, tmp_path):
     from hyperrag_fast.prebuilt import ensure_prebuilt, load_prebuilt
-    names = ["merge_full", "merge_none", "coda", "stitch_consolidated"]
+    names = ["merge_full", "merge_none", "coda", "coda_base", "stitch_consolidated"]
     index.save(tmp_path / "ix")  # structures are published with the saved index they come from
     saved = HyperIndex.load(tmp_path / "ix", EMB)
     ensure_prebuilt(tmp_path / "ix", saved, ["merge_full", "merge_none", "coda", "consolidated"])

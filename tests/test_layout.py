@@ -129,10 +129,7 @@ READ_SIDE = ("hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.m
              "hyperrag_fast.config", "hyperrag_fast.records", "hyperrag_fast.embed.base",
              "hyperrag_fast.serve")
 #: (read-side module, write-side module) imports that stay, each for a stated reason
-READ_WRITE_EXCEPTIONS = {
-    # a CODA system is consolidated when it is loaded (docs/architecture.md §7)
-    ("hyperrag_fast.prebuilt_reader", "hyperrag_fast.coda.system"),
-}
+READ_WRITE_EXCEPTIONS: set = set()  # none: a CODA query opens saved graphs (§7)
 
 
 def _is(module: str, prefixes) -> bool:
@@ -183,6 +180,37 @@ def test_a_stitch_query_loads_no_write_side_module(tmp_path):
     assert "hyperrag_fast.methods.stitch" in loaded and "hyperrag_fast.reader" in loaded
     assert not [m for m in loaded if _is(m, WRITE_SIDE)], loaded
     assert not [m for m in loaded if m.startswith("hyperrag_fast.coda")], loaded
+
+
+def test_a_coda_query_opens_saved_graphs_and_loads_no_write_side_module(tmp_path):
+    """A process answering ``coda`` and ``coda_base`` queries over a saved index with its
+    CODA structure imports no write-side module (no CODA build code) and assembles no
+    graph: it opens what ``build-methods`` saved (docs/architecture.md §7)."""
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.prebuilt import ensure_prebuilt
+    docs = [{"doc_id": "a", "title": "Ada Lovelace", "text": "Ada Lovelace was born in London. Her father was Lord Byron."},
+            {"doc_id": "b", "title": "Lord Byron", "text": "Lord Byron died in Missolonghi in Greece."}]
+    emb = HashingEmbedder(dim=32)
+    HyperIndex.build(docs, RegexExtractor(), emb, progress=False).save(tmp_path / "ix")
+    ensure_prebuilt(tmp_path / "ix", HyperIndex.load(tmp_path / "ix", emb), ["coda"])
+    code = ("import sys\n"
+            "import hyperrag_fast.coda.graph as G\n"
+            "def no(*a, **k): raise AssertionError('assembled at query time')\n"
+            "G.consolidate = G.fastrp_embed = G._merged_rows = no\n"
+            "from hyperrag_fast.embed.hashing import HashingEmbedder\n"
+            "from hyperrag_fast.reader import IndexReader\n"
+            "from hyperrag_fast.retriever import Retriever\n"
+            "from hyperrag_fast.prebuilt_reader import load_prebuilt\n"
+            "from hyperrag_fast.config import QueryOptions\n"
+            "r = Retriever(IndexReader.open(sys.argv[1]), HashingEmbedder(dim=32), prebuilt=load_prebuilt(sys.argv[1]))\n"
+            "for m in ('coda', 'coda_base'):\n"
+            "    res = r.retrieve(\"Where did Ada Lovelace's father die?\", QueryOptions(method=m))\n"
+            "    assert res.chunks and res.chunks[0].doc_id in 'ab'")
+    loaded = _modules_after(code, str(tmp_path / "ix"))
+    assert "hyperrag_fast.methods.coda" in loaded and "hyperrag_fast.coda.retrieve" in loaded
+    assert not [m for m in loaded if _is(m, WRITE_SIDE)], loaded
 
 
 def test_the_cli_parser_loads_no_query_code_for_index():

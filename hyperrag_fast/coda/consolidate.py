@@ -149,36 +149,45 @@ def consolidated_group_of(table: MergeTable) -> Callable[[str], str]:
 
 
 # ------------------------------------------------------------------ candidates
-def candidate_pairs(vec: np.ndarray, gate: float, k: int = 10, batch: int = 1024
+def candidate_pairs(vec: np.ndarray, gate: float, k: int = 10, batch: int = 512
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs (i < j) among each row's exact top-``k`` neighbours with cosine >= gate,
-    best first. Batched dense products: O(n^2 d) time, O(batch n) memory."""
+    """Pairs (i < j) among each row's exact top-``k + 1`` other rows with cosine >= gate,
+    best first (score, then i, then j). Exact, in bounded memory: blocks of ``batch``
+    rows against the rows from that block on (each product once: the upper triangle), and
+    only the cosines >= gate are kept, so the per-row top cut runs over those few
+    (docs/architecture.md §7). O(n^2 d / 2) time, O(batch n) memory."""
     v = np.ascontiguousarray(vec, np.float32)
     n = v.shape[0]
-    I, J, S = [], [], []
-    kk = min(k + 1, n)
-    for b in range(0, n, batch):
-        sims = v[b:b + batch] @ v.T
-        rows = np.arange(b, min(b + batch, n))
-        sims[np.arange(len(rows)), rows] = -np.inf
-        if kk < n:
-            part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-        else:
-            part = np.broadcast_to(np.arange(n), sims.shape)
-        ps = np.take_along_axis(sims, part, axis=1)
-        ok = ps >= gate
-        I.append(np.repeat(rows, ok.sum(1)))
-        J.append(part[ok])
-        S.append(ps[ok])
-    if not I:
+    keep = min(k + 1, n - 1)
+    if n < 2 or keep < 1:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    I, J, S = [], [], []
+    for b in range(0, n, batch):
+        e = min(b + batch, n)
+        sims = v[b:e] @ v[b:].T  # rows b..e against columns b..n
+        sims[np.arange(e - b), np.arange(e - b)] = -np.inf
+        r, c = np.nonzero(sims >= gate)
+        c_abs = c + b
+        up = c_abs > r + b  # each unordered pair once (the block's own square is symmetric)
+        I.append(r[up] + b)
+        J.append(c_abs[up])
+        S.append(sims[r[up], c[up]])
+        del sims
     i, j, s = np.concatenate(I), np.concatenate(J), np.concatenate(S)
-    a, bb = np.minimum(i, j), np.maximum(i, j)
-    key = a * max(n, 1) + bb
-    _, first = np.unique(key, return_index=True)
-    a, bb, s = a[first], bb[first], s[first]
-    o = np.lexsort((bb, a, -s))
-    return a[o], bb[o], s[o]
+    # a pair is a candidate when j is among i's top ``keep`` (or i among j's)
+    src = np.concatenate([i, j])
+    dst = np.concatenate([j, i])
+    sim = np.concatenate([s, s])
+    o = np.lexsort((dst, -sim, src))  # per source row: best first
+    src, dst, sim = src[o], dst[o], sim[o]
+    first = np.searchsorted(src, src, side="left")
+    top = (np.arange(src.size) - first) < keep
+    a, bb, sc = np.minimum(src[top], dst[top]), np.maximum(src[top], dst[top]), sim[top]
+    key = a.astype(np.int64) * n + bb
+    _, u = np.unique(key, return_index=True)
+    a, bb, sc = a[u].astype(np.int64), bb[u].astype(np.int64), sc[u]
+    o = np.lexsort((bb, a, -sc))
+    return a[o], bb[o], sc[o]
 
 
 def _token_subsequence(short: list[str], long: list[str]) -> bool:
@@ -283,16 +292,31 @@ def merge_entities(kg: RawKG, ent_vec: np.ndarray, judge: MergeJudge | None = No
 
 
 # ---------------------------------------------------------------- type discovery
+def label_types(ents: Iterable[tuple[str, str]]) -> tuple[dict[str, str], Counter]:
+    """(normalised name -> its most frequent label, label counts) of ``(text, label)``
+    entity mentions (ties: the label seen first)."""
+    per: dict[str, Counter] = {}
+    inventory: Counter = Counter()
+    for text, label in ents:
+        key = normalize_name(text)
+        if key:
+            per.setdefault(key, Counter())[label] += 1
+            inventory[label] += 1
+    return {k: c.most_common(1)[0][0] for k, c in per.items()}, inventory
+
+
 def spacy_types(texts: Iterable[str], nlp) -> tuple[dict[str, str], Counter]:
     """Offline type discovery: the spaCy NER label inventory. Returns (normalised name
     -> its most frequent label, label counts). ``nlp`` is a loaded spaCy pipeline
     (e.g. ``OfflineExtractor().nlp``)."""
-    per: dict[str, Counter] = {}
-    inventory: Counter = Counter()
-    for doc in nlp.pipe(texts, batch_size=64):
-        for e in doc.ents:
-            key = normalize_name(e.text)
-            if key:
-                per.setdefault(key, Counter())[e.label_] += 1
-                inventory[e.label_] += 1
-    return {k: c.most_common(1)[0][0] for k, c in per.items()}, inventory
+    return label_types((e.text, e.label_) for doc in nlp.pipe(texts, batch_size=64)
+                       for e in doc.ents)
+
+
+def record_types(extractions) -> tuple[dict[str, str], Counter] | None:
+    """:func:`spacy_types` from the NER mentions the build recorded in the extractions
+    (``Extraction.ner``, the same spaCy pass over the same chunk texts), without running
+    spaCy again; None when some usable extraction has none recorded."""
+    if any(e.ner is None for e in extractions if e.error is None):
+        return None
+    return label_types(m for e in extractions if e.ner for m in e.ner)

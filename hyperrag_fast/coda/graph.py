@@ -6,19 +6,25 @@ deduplicated into one edge (strengths summed, descriptions and chunks united), s
 dropped. The merge is never baked into the saved raw KG, so it stays inspectable and
 reversible. A merged node or edge gets the L2 mean of its members' vectors (no
 re-embedding when the table changes); FastRP embeddings of the consolidated graph
-(kernels/fastrp.py) are computed at assembly.
+(kernels/fastrp.py) are computed at assembly. The build step saves the assembled graph
+(:func:`save_graph`) and a query opens it (:func:`load_graph`): nothing is assembled at
+load (docs/architecture.md §7).
 """
 from __future__ import annotations
 
+import json
+import os
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp
-from .raw_kg import DEFAULT_TYPE, RawKG, add_unique, l2_rows, segment_sum
+from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as_rows,
+                     l2_rows, segment_sum)
 
 
 # ------------------------------------------------------------ consolidated graph
@@ -74,12 +80,12 @@ class CodaGraph:
     rel_chunk_ptr: np.ndarray
     rel_chunks: np.ndarray
     ent_vec: np.ndarray
-    rel_vec: np.ndarray
+    rel_vec: RowTable
     frp: np.ndarray
 
     @property
     def n_entities(self) -> int:
-        return len(self.ent_key)
+        return int(self.ent_vec.shape[0])
 
     @property
     def n_relations(self) -> int:
@@ -96,12 +102,15 @@ class CodaGraph:
         return f"{self.ent_name[e]} ({self.ent_type[e]}): {self.ent_desc[e]}"
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {k: getattr(self, k) for k in ARRAYS}
+        out = {k: getattr(self, k) for k in ARRAYS if k not in ("rel_rep", "rel_of")}
+        return dict(out, rel_rep=self.rel_vec.rep, rel_of=self.rel_vec.of)
 
 
 ARRAYS = ("raw_to_ent", "rel_src", "rel_tgt", "rel_strength", "adj_ptr", "adj_nbr", "adj_rel",
           "adj_w", "ent_chunk_ptr", "ent_chunks", "rel_chunk_ptr", "rel_chunks", "ent_vec",
-          "rel_vec", "frp")
+          "rel_rep", "rel_of", "frp")
+TEXTS = ("ent_key", "ent_name", "ent_type", "ent_desc", "rel_desc", "rel_kw")
+GRAPH_DIR, BASE_DIR = "graph", "base_graph"  # in a saved CODA system
 
 
 def _csr_lists(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -170,9 +179,7 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
         rel_desc.append(" ".join(d))
         rel_kw.append(", ".join(k))
         rel_chunks.append(sorted({c for j in m for c in kg.rel_chunks[j]}))
-    rptr, ridx = _csr_lists(rmembers)
-    rv = (l2_rows(segment_sum(rptr, ridx, rel_vec)) if rmembers
-          else np.zeros((0, rel_vec.shape[1]), np.float32))
+    rv = _merged_rows(as_rows(rel_vec), rmembers)
     # adjacency: both directions of every relation, CSR by source (stable)
     m = rel_src.shape[0]
     rows = np.concatenate([rel_src, rel_tgt]).astype(np.int64)
@@ -191,6 +198,16 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
     return g
 
 
+def _merged_rows(raw: RowTable, members: list[list[int]]) -> RowTable:
+    """L2 sum of the member rows of each merged relation, computed once per distinct
+    tuple of member rows (the values a dense computation gives, row for row)."""
+    uniq, of = _unique_rows([tuple(int(raw.of[j]) for j in m) for m in members])
+    if not uniq:
+        return RowTable(np.zeros((0, raw.rep.shape[1]), np.float32), of)
+    ptr, idx = _csr_lists(uniq)
+    return RowTable(l2_rows(segment_sum(ptr, idx, raw.rep)), of)
+
+
 def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
     """L2-normalised FastRP rows of the consolidated graph (kernels/fastrp.py)."""
     n = g.n_entities
@@ -203,3 +220,88 @@ def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
     out = fastrp(g.adj_ptr, g.adj_nbr, g.adj_w, proj,
                  np.asarray(p.iter_weights, np.float64), bool(p.normalize))
     return l2_rows(out)
+
+
+# ------------------------------------------------------------------ persistence
+def save_graph(d: str | os.PathLike, g: CodaGraph) -> Path:
+    """Write the assembled graph under ``d``: one ``.npy`` per array, ``texts.json`` and
+    ``graph.json`` (counts). The query side opens it with :func:`load_graph`."""
+    d = Path(d)
+    d.mkdir(parents=True, exist_ok=True)
+    for k, a in g.arrays().items():
+        np.save(d / f"{k}.npy", np.ascontiguousarray(a))
+    (d / "texts.json").write_text(json.dumps({k: list(getattr(g, k)) for k in TEXTS},
+                                             ensure_ascii=False), encoding="utf-8")
+    (d / "graph.json").write_text(json.dumps({"n_chunks": g.n_chunks,
+                                              "n_entities": g.n_entities,
+                                              "n_relations": g.n_relations}), encoding="utf-8")
+    return d
+
+
+class _Texts:
+    """The graph's texts, read from ``texts.json`` on first use (only LLM interference
+    filtering and diagnostics read them)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._d = path, None
+
+    def get(self, key: str) -> list[str]:
+        if self._d is None:
+            d = json.loads(self.path.read_text(encoding="utf-8"))
+            if not all(isinstance(d.get(k), list) for k in TEXTS):
+                raise ValueError(f"{self.path}: texts missing")
+            self._d = d
+        return self._d[key]
+
+
+class _LazyList(Sequence):
+    def __init__(self, texts: _Texts, key: str, n: int) -> None:
+        self._t, self._k, self._n = texts, key, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        return self._t.get(self._k)[i]
+
+    def __iter__(self):
+        return iter(self._t.get(self._k))
+
+
+def load_graph(d: str | os.PathLike, n_chunks: int, dim: int) -> CodaGraph:
+    """Open a graph :func:`save_graph` wrote, checked before any kernel reads it (ids and
+    CSR pointers in range, vectors finite: ``validate.check_coda_graph``); texts are read
+    on first use. Raises IndexCorruptedError naming the file."""
+    from ..validate import check_coda_graph
+    d = Path(d)
+    meta = json.loads((d / "graph.json").read_text(encoding="utf-8"))
+    arrs = {k: np.load(d / f"{k}.npy", allow_pickle=False) for k in ARRAYS}
+    n_e, n_r = meta["n_entities"], meta["n_relations"]
+    if meta["n_chunks"] != n_chunks or not isinstance(n_e, int) or not isinstance(n_r, int):
+        raise ValueError("counts")
+    check_coda_graph(arrs, n_chunks, n_e, n_r, dim, str(d))
+    texts = _Texts(d / "texts.json")
+    lazy = {k: _LazyList(texts, k, n_e if k.startswith("ent_") else n_r) for k in TEXTS}
+    rv = RowTable(arrs.pop("rel_rep"), arrs.pop("rel_of"))
+    return CodaGraph(n_chunks=n_chunks, rel_vec=rv, **lazy, **arrs)
+
+
+@dataclass(eq=False)
+class OpenedCoda:
+    """A saved CODA system as a query opens it: the consolidated graph, the unmerged one
+    (``coda_base``) and the build's ``meta.json``; nothing assembled, no build code."""
+
+    graph: CodaGraph
+    base_graph: CodaGraph
+    meta: dict
+
+
+def open_coda(d: str | os.PathLike, n_chunks: int, dim: int) -> OpenedCoda:
+    """Open the graphs a build step saved under ``d`` (``CodaSystem.save``)."""
+    d = Path(d)
+    if not (d / GRAPH_DIR / "graph.json").is_file():
+        raise FileNotFoundError(f"{d / GRAPH_DIR}: not saved (a CODA system saved by an "
+                                f"older version); rebuild it with hyperrag build-methods")
+    meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+    return OpenedCoda(load_graph(d / GRAPH_DIR, n_chunks, dim),
+                      load_graph(d / BASE_DIR, n_chunks, dim), meta)

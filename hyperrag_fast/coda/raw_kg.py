@@ -8,6 +8,8 @@ saved as is (:func:`save_raw`); the consolidated graph built from it at assembly
 
 Vectors: a raw entity's vector is L2(embed(name) + mean of its first ``MAX_PIECES``
 description vectors), a raw relation's the L2 mean of its first description vectors.
+Relation vectors are a :class:`RowTable`: one row per distinct description tuple (offline,
+most relations are one sentence: 29k distinct rows for 215k relations on 2Wiki).
 """
 from __future__ import annotations
 
@@ -179,6 +181,42 @@ class RawKG:
 
 
 # --------------------------------------------------------------------- vectors
+@dataclass(frozen=True, eq=False)
+class RowTable:
+    """A matrix whose rows repeat, each distinct row stored once: row i = ``rep[of[i]]``.
+    ``table @ q`` (= ``(rep @ q)[of]``) reads ``rep`` only; ``np.asarray(table)`` is the
+    dense matrix (docs/architecture.md §7)."""
+
+    rep: np.ndarray
+    of: np.ndarray
+
+    @classmethod
+    def dense_rows(cls, m: np.ndarray) -> "RowTable":
+        m = np.ascontiguousarray(m, np.float32)
+        return cls(m, np.arange(m.shape[0], dtype=np.int32))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.of.shape[0]), int(self.rep.shape[1]))
+
+    def __len__(self) -> int:
+        return int(self.of.shape[0])
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return (self.rep @ x)[self.of]
+
+    def __getitem__(self, i):
+        return self.rep[self.of[i]]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.rep[self.of]
+        return out if dtype is None else out.astype(dtype)
+
+
+def as_rows(m) -> RowTable:
+    return m if isinstance(m, RowTable) else RowTable.dense_rows(m)
+
+
 def embed_known(texts: Sequence[str], embedder: Embedder | None,
                 known: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, found mask): texts in ``known`` are looked up, the rest embedded once
@@ -214,56 +252,77 @@ def segment_sum(ptr: np.ndarray, idx: np.ndarray, vecs: np.ndarray) -> np.ndarra
     return np.asarray(m @ np.asarray(vecs, np.float32), dtype=np.float32).reshape(n, vecs.shape[1])
 
 
-def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarray],
-                dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Raw entity and relation vectors (see the module docstring). Pieces already in
-    ``known`` (e.g. the index's sentence vectors) are not re-embedded."""
+def _unique_rows(keys: Sequence[tuple]) -> tuple[list[tuple], np.ndarray]:
+    """(distinct keys in first-seen order, key id of every item)."""
+    ids: dict[tuple, int] = {}
+    of = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int32, count=len(keys))
+    return list(ids), of
+
+
+def piece_means(descs: Sequence[Sequence[str]], embedder: Embedder | None,
+                known: dict[str, np.ndarray], dim: int) -> RowTable:
+    """L2 mean of each item's first ``MAX_PIECES`` description vectors, computed once per
+    distinct description tuple (row values as if computed for every item)."""
+    uniq, of = _unique_rows([tuple(d[:MAX_PIECES]) for d in descs])
     ptr, pieces = [0], []
-    for d in kg.ent_desc:
-        pieces += d[:MAX_PIECES]
+    for t in uniq:
+        pieces += t
         ptr.append(len(pieces))
     pv, _ = embed_known(pieces, embedder, known, dim)
-    ent = segment_sum(np.asarray(ptr), np.arange(len(pieces)), pv)
-    ent = l2_rows(ent)
+    return RowTable(l2_rows(segment_sum(np.asarray(ptr), np.arange(len(pieces)), pv)), of)
+
+
+def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarray],
+                dim: int) -> tuple[np.ndarray, RowTable]:
+    """Raw entity vectors and relation vectors (a :class:`RowTable`; see the module
+    docstring). Pieces already in ``known`` (e.g. the index's sentence vectors) are not
+    re-embedded; each distinct entity name is embedded once."""
+    ent = np.asarray(piece_means(kg.ent_desc, embedder, known, dim))
     nv, found = embed_known(kg.ent_name, embedder, known, dim)
     ent = l2_rows(ent + np.where(found[:, None], nv, 0))
-    ptr, pieces = [0], []
-    for d in kg.rel_desc:
-        pieces += d[:MAX_PIECES]
-        ptr.append(len(pieces))
-    pv, _ = embed_known(pieces, embedder, known, dim)
-    rel = l2_rows(segment_sum(np.asarray(ptr), np.arange(len(pieces)), pv))
-    return ent, rel
+    del nv
+    return ent, piece_means(kg.rel_desc, embedder, known, dim)
 
 
 # ------------------------------------------------------------------ persistence
-def save_raw(path: str | os.PathLike, kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
+def save_raw(path: str | os.PathLike, kg: RawKG, ent_vec: np.ndarray, rel_vec,
              meta: dict) -> Path:
-    """Write ``raw.json``, ``raw_ent_vec.npy``, ``raw_rel_vec.npy``, ``meta.json`` under
-    ``path`` (a subdirectory of an index dir, e.g. ``<index>/coda``)."""
+    """Write ``raw.json``, ``raw_ent_vec.npy``, ``raw_rel_rep.npy`` / ``raw_rel_of.npy``
+    (the relation :class:`RowTable`), ``meta.json`` under ``path`` (a subdirectory of an
+    index dir, e.g. ``<index>/coda``)."""
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / "raw.json.tmp"
     tmp.write_text(json.dumps(kg.to_json()), encoding="utf-8")
     os.replace(tmp, d / "raw.json")
-    for name, arr in (("raw_ent_vec", ent_vec), ("raw_rel_vec", rel_vec)):
+    rt = as_rows(rel_vec)
+    for name, arr in (("raw_ent_vec", np.ascontiguousarray(ent_vec, np.float32)),
+                      ("raw_rel_rep", np.ascontiguousarray(rt.rep, np.float32)),
+                      ("raw_rel_of", np.ascontiguousarray(rt.of, np.int32))):
         # write beside, then rename: the old file may be memory-mapped by a loaded system
         with open(d / f"{name}.npy.tmp", "wb") as f:
-            np.save(f, np.ascontiguousarray(arr, np.float32))
+            np.save(f, arr)
         os.replace(d / f"{name}.npy.tmp", d / f"{name}.npy")
     (d / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return d
 
 
 def load_raw(path: str | os.PathLike, mmap: bool = True
-             ) -> tuple[RawKG, np.ndarray, np.ndarray, dict]:
+             ) -> tuple[RawKG, np.ndarray, RowTable, dict]:
+    """What :func:`save_raw` wrote (a ``raw_rel_vec.npy`` of an older save: its rows)."""
     d = Path(path)
     kg = RawKG.from_json(json.loads((d / "raw.json").read_text(encoding="utf-8")))
     mode = "r" if mmap else None
     ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
-    rv = np.load(d / "raw_rel_vec.npy", mmap_mode=mode)
+    if (d / "raw_rel_rep.npy").is_file():
+        rv = RowTable(np.asarray(np.load(d / "raw_rel_rep.npy", mmap_mode=mode)),
+                      np.load(d / "raw_rel_of.npy"))
+        if rv.of.size and (int(rv.of.min()) < 0 or int(rv.of.max()) >= rv.rep.shape[0]):
+            raise ValueError(f"{d / 'raw_rel_of.npy'}: row ids out of range")
+    else:
+        rv = RowTable.dense_rows(np.asarray(np.load(d / "raw_rel_vec.npy", mmap_mode=mode)))
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
     if ev.shape[0] != kg.n_entities or rv.shape[0] != kg.n_relations:
         raise ValueError(f"{d}: vectors do not match raw.json "
                          f"({ev.shape[0]}/{kg.n_entities} entities, {rv.shape[0]}/{kg.n_relations} relations)")
-    return kg, np.asarray(ev), np.asarray(rv), meta
+    return kg, np.asarray(ev), rv, meta

@@ -20,9 +20,10 @@ import numpy as np
 from ..embed.base import Embedder
 from ..indexing.hypergraph import build_hypergraph
 from .consolidate import (MergeJudge, MergeTable, alias_pairs, consolidated_group_of,
-                          merge_entities, spacy_types)
-from .graph import CodaGraph, FastRPParams, consolidate
-from .raw_kg import ChunkKG, RawKG, chunk_kgs_from_extractions, load_raw, raw_vectors, save_raw
+                          merge_entities, record_types, spacy_types)
+from .graph import GRAPH_DIR, BASE_DIR, CodaGraph, FastRPParams, consolidate, save_graph
+from .raw_kg import (ChunkKG, RawKG, RowTable, chunk_kgs_from_extractions, load_raw,
+                     raw_vectors, save_raw)
 
 MERGE_FILE = "merge_table.json"
 
@@ -34,15 +35,23 @@ class CodaSystem:
 
     raw: RawKG
     raw_ent_vec: np.ndarray
-    raw_rel_vec: np.ndarray
+    raw_rel_vec: RowTable
     table: MergeTable
     meta: dict = field(default_factory=dict)
     frp: FastRPParams = field(default_factory=FastRPParams)
     graph: CodaGraph | None = None
+    _base: CodaGraph | None = None
 
     def __post_init__(self) -> None:
         if self.graph is None:
             self.apply()
+
+    @property
+    def base_graph(self) -> CodaGraph:
+        """The raw KG assembled without any merge (CodaRAG Table 2 Base: ``coda_base``)."""
+        if self._base is None:
+            self._base = consolidate(self.raw, self.raw_ent_vec, self.raw_rel_vec, None, self.frp)
+        return self._base
 
     def apply(self, table: MergeTable | None = None) -> CodaGraph:
         """(Re)assemble the consolidated graph from the raw KG under ``table``."""
@@ -53,9 +62,13 @@ class CodaSystem:
         return self.graph
 
     def save(self, path: str | Path) -> Path:
-        """Write the raw KG, its vectors, ``meta.json`` and ``merge_table.json``."""
+        """Write the raw KG, its vectors, ``meta.json`` and ``merge_table.json`` (what a
+        changed table is applied to) and the assembled graphs a query opens
+        (``graph/``: consolidated; ``base_graph/``: no merge)."""
         d = save_raw(path, self.raw, self.raw_ent_vec, self.raw_rel_vec, self.meta)
         self.table.save(d / MERGE_FILE)
+        save_graph(d / GRAPH_DIR, self.graph)
+        save_graph(d / BASE_DIR, self.base_graph)
         return d
 
 
@@ -76,16 +89,21 @@ def known_vectors(index) -> dict[str, np.ndarray]:
     return known
 
 
-def offline_types(index) -> tuple[Callable[[str], str], list[str]] | None:
-    """Offline type discovery: spaCy NER labels over the index's chunk texts (the label
-    inventory, most frequent label per name); None when spaCy or its model is missing."""
+def offline_types(index) -> tuple[Callable[[str], str], list[str], str] | None:
+    """Offline type discovery: spaCy NER labels of the index's chunk texts (the label
+    inventory, most frequent label per name), read from the extraction records when the
+    build recorded them (``Extraction.ner``), else by running spaCy again; None when
+    neither is possible. The third item says which (``meta["types_from"]``)."""
+    got = record_types(index.extractions)
+    if got is not None:
+        return got[0].get, [t for t, _ in got[1].most_common()], "extraction records"
     try:
         from ..extract.offline import OfflineExtractor
         nlp = OfflineExtractor().nlp
     except ImportError:
         return None
     types, inventory = spacy_types((c.text for c in index.chunks), nlp)
-    return types.get, [t for t, _ in inventory.most_common()]
+    return types.get, [t for t, _ in inventory.most_common()], "spacy re-run"
 
 
 def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
@@ -102,11 +120,14 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     (ours): also merge the abbreviation / "also known as" aliases found in the chunk
     texts (:func:`~.consolidate.alias_pairs`); False = the published merging only."""
     t0 = time.perf_counter()
+    clock = _Stages()
+    types_from = "given" if type_of is not None else "none"
     if chunk_kgs is None:
         if type_of is None and use_spacy_types:
             got = offline_types(index)
             if got is not None:
-                type_of, types = got
+                type_of, types, types_from = got
+        clock("types")
         chunk_kgs = chunk_kgs_from_extractions(index.extractions, type_of)
         source = "offline"
     else:
@@ -114,19 +135,42 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     if len(chunk_kgs) != index.n_chunks:
         raise ValueError(f"{len(chunk_kgs)} chunk KGs for {index.n_chunks} chunks")
     raw = RawKG.from_chunk_kgs(chunk_kgs)
+    del chunk_kgs
+    clock("raw_kg")
     emb = embedder or index.embedder
     ev, rv = raw_vectors(raw, emb, known_vectors(index), index.embedder_dim)
+    clock("vectors")
     found = alias_pairs(c.text for c in index.chunks) if aliases else None
     table = merge_entities(raw, ev, judge, gate, high_gate, k_candidates, found)
+    clock("merge")
     meta = {"source": source, "embedder": index.embedder_name, "types": list(types),
+            "types_from": types_from if source == "offline" else "given",
             "judge": getattr(judge, "name", "offline_rule"), "gate": gate,
             "high_gate": high_gate, "k_candidates": k_candidates, "aliases": aliases,
             "n_alias_merges": sum(r.source == "alias" for r in table.rows),
             "names_embedded": emb is not None, "extraction_errors": raw.errors[:100],
-            "n_extraction_errors": len(raw.errors)}
+            "n_extraction_errors": len(raw.errors),
+            "counts": {"raw_entities": raw.n_entities, "raw_relations": raw.n_relations,
+                       "distinct_relation_rows": int(rv.rep.shape[0])}}
     sys_ = CodaSystem(raw, ev, rv, table, meta, frp or FastRPParams())
+    clock("graph")
     sys_.meta["build_s"] = round(time.perf_counter() - t0, 3)
+    sys_.meta["stages"] = clock.out
     return sys_
+
+
+class _Stages:
+    """Seconds and peak RSS (MB, the process's so far) after each build stage."""
+
+    def __init__(self) -> None:
+        self.t, self.out = time.perf_counter(), {}
+
+    def __call__(self, name: str) -> None:
+        import resource
+        now = time.perf_counter()
+        self.out[name] = {"s": round(now - self.t, 3), "peak_rss_mb": round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+        self.t = now
 
 
 def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None = None):

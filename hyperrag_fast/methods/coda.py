@@ -42,15 +42,13 @@ class CodaBinding:
     _raw: CodaRetriever | None = None
 
     def raw_retriever(self) -> CodaRetriever:
-        """A retriever over the raw KG without any merge (the ``coda_base`` row), made on
-        first use from the loaded system (no building step, no embedding)."""
+        """A retriever over the raw KG without any merge (the ``coda_base`` row) on the
+        unmerged graph the build step saved (``base_graph``), made on first use."""
         if self._raw is None:
-            from ..coda.graph import consolidate
             from ..coda.retrieve import CodaRetriever
-            s, r = self.system, self.retriever
-            g = consolidate(s.raw, s.raw_ent_vec, s.raw_rel_vec, None, s.frp)
-            self._raw = CodaRetriever(g, r.embedder, r.keywords, r.eliminator, r.chunk_vec,
-                                      r.sent_vec, r.sent_chunk)
+            r = self.retriever
+            self._raw = CodaRetriever(self.system.base_graph, r.embedder, r.keywords,
+                                      r.eliminator, r.chunk_vec, r.sent_vec, r.sent_chunk)
         return self._raw
 
 
