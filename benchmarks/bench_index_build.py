@@ -356,6 +356,7 @@ def main() -> None:
             stamp = {"command": C.command(), "machine": C.machine(),
                      "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             res[e] = {**coda_cost(e, keep, a.coda_questions), "run": stamp}
+            res.update(command=stamp["command"], machine=stamp["machine"])  # the last run's
             print(json.dumps({e: {k: res[e][k] for k in ("index", "consolidation",
                                                         "consolidation_over_index_wall",
                                                         "coda_query")}}), flush=True)

@@ -254,6 +254,30 @@ def index_build() -> str:
 
 
 @figure
+def coda_cost() -> str:
+    """CODA consolidation beside the 2Wiki build, per embedder (issue 23 item 3)."""
+    d = load("coda_cost.json")
+    rows = ["", "| embedder | `hyperrag index` wall / peak RSS | `build-methods coda "
+            "stitch_consolidated` wall / peak RSS | share of the build's wall / peak | CODA "
+            "query p50 whole / method (ms) | commit, load |", "|---|---|---|---|---|---|"]
+    for e in ("minilm", "bge-small"):
+        if e not in d:
+            rows.append(f"| {e} | not measured | not measured | | | |")
+            continue
+        x = d[e]
+        q = x.get("coda_query", {})
+        la = x["run"]["machine"]["loadavg_at_start"][0]
+        rows.append(f"| {e} | {x['index']['wall_s']:.0f} s / {x['index']['peak_rss_mb']:.0f} MB "
+                    f"| {x['consolidation']['wall_s']:.0f} s / "
+                    f"{x['consolidation']['peak_rss_mb']:.0f} MB | "
+                    f"{100 * x['consolidation_over_index_wall']:.0f} % / "
+                    f"{100 * x['consolidation_over_index_peak_rss']:.0f} % | "
+                    f"{q.get('whole_query_ms_p50', float('nan')):.1f} / "
+                    f"{q.get('graph_ms_p50', float('nan')):.1f} | {commit(x)}, load {la:.1f} |")
+    return "\n".join(rows) + "\n"
+
+
+@figure
 def cold_start() -> str:
     d = load("cold_start.json")
     return (f"one `hyperrag query` on the 2Wiki index {d['cli_query_cpu_s']:.2f} s CPU, "

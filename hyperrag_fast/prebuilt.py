@@ -99,7 +99,13 @@ def build_prebuilt(index, structures: Sequence[str] = STRUCTURES, coda=None,
 
 def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[str]) -> Prebuilt:
     """Load what is saved, build and save what ``structures`` still lacks; returns what
-    is saved now, loaded."""
+    is saved now, loaded. A CODA system saved without its assembled graphs (before they
+    were saved) is assembled from its saved raw KG and merge table and published again
+    (:func:`assemble_saved_coda`: no extraction, no embedding)."""
+    if "coda" in structures or "consolidated" in structures:
+        gen = assemble_saved_coda(index_dir, getattr(index, "generation", None))
+        if gen is not None:
+            index.generation = gen
     have = load_prebuilt(index_dir, structures, generation=getattr(index, "generation", None))
     missing = [s for s in structures if not have.has(s)]
     if not missing:
@@ -109,6 +115,22 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
                    out.coda if "coda" in missing else None, out.built_from).save(index_dir)
     index.generation = gen  # the same index files (hard links), now with the structures
     return load_prebuilt(index_dir, structures, generation=gen)  # what a later process loads
+
+
+def assemble_saved_coda(index_dir: str | os.PathLike, generation=None) -> Path | None:
+    """If the generation (default: the live one) holds a CODA system saved without its
+    assembled graphs, load it (checksums verified), assemble the graphs and publish a new
+    generation with them; returns it (None: nothing to do)."""
+    from .coda.system import load_coda
+    from .prebuilt_reader import _check_files
+    from .store import _read_manifest_at, generation_dir
+    gen = Path(generation) if generation is not None else generation_dir(index_dir)
+    m = _read_manifest_at(gen)
+    d = gen / FOLDER / "coda"
+    if "coda" not in m.get("prebuilt", {}) or (d / "graph").is_dir():
+        return None
+    _check_files(gen, "coda", m["prebuilt"]["coda"], True)
+    return Prebuilt({}, load_coda(d), gen).save(index_dir)
 
 
 def adopt_legacy(index_dir: str | os.PathLike, timeout: float | None = None) -> list[str]:

