@@ -91,8 +91,8 @@ def build_prebuilt(index, structures: Sequence[str] = STRUCTURES, coda=None,
         from .coda.system import build_coda
         out.coda = build_coda(index)
     if "consolidated" in structures and ("consolidated" not in out.graphs or coda is not None):
-        from .coda.system import consolidated_hypergraph
-        g, nv, reused = consolidated_hypergraph(index, out.coda.table)
+        from .coda.system import consolidated_hypergraph, merge_table_of
+        g, nv, reused = consolidated_hypergraph(index, merge_table_of(out.coda))
         out.graphs["consolidated"] = VariantGraph(g, nv, reused)
     return out
 
@@ -110,9 +110,35 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
     missing = [s for s in structures if not have.has(s)]
     if not missing:
         return have
-    out = build_prebuilt(index, missing, have=have)
-    gen = Prebuilt({k: v for k, v in out.graphs.items() if k in missing},
-                   out.coda if "coda" in missing else None, out.built_from).save(index_dir)
+    unknown = sorted(set(missing) - set(STRUCTURES))
+    if unknown:
+        raise ValueError(f"unknown structure(s) {unknown}; known: {STRUCTURES}")
+    from .publish_linked import publish_prebuilt
+
+    def write(root: Path) -> None:  # each structure built, written, then let go: bounded memory
+        table = None
+        for s in sorted(missing, key=lambda s: s == "consolidated"):  # coda first
+            if s.startswith("merge_"):
+                _save_graph(root / s, merge_variant(index, s[len("merge_"):]))
+            elif s == "coda":
+                from .coda.system import build_coda
+                coda = build_coda(index)
+                coda.save(root / "coda")
+                table = coda.table
+                del coda
+            else:
+                from .coda.consolidate import MergeTable
+                from .coda.system import MERGE_FILE, consolidated_hypergraph
+                if table is None:  # the system saved in the generation built from
+                    saved = Path(have.built_from) / FOLDER / "coda" / MERGE_FILE
+                    if not saved.is_file():
+                        raise MissingPrebuilt("stitch_consolidated needs the CODA system: "
+                                              "hyperrag build-methods INDEX coda")
+                    table = MergeTable.load(saved)
+                g, nv, reused = consolidated_hypergraph(index, table)
+                _save_graph(root / s, VariantGraph(g, nv, reused))
+
+    gen = publish_prebuilt(index_dir, have.built_from, write, STRUCTURES)
     index.generation = gen  # the same index files (hard links), now with the structures
     return load_prebuilt(index_dir, structures, generation=gen)  # what a later process loads
 

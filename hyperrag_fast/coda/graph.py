@@ -294,6 +294,7 @@ class OpenedCoda:
     graph: CodaGraph
     base_graph: CodaGraph
     meta: dict
+    path: Path | None = None
 
 
 def open_coda(d: str | os.PathLike, n_chunks: int, dim: int) -> OpenedCoda:
@@ -304,4 +305,4 @@ def open_coda(d: str | os.PathLike, n_chunks: int, dim: int) -> OpenedCoda:
                                 f"older version); rebuild it with hyperrag build-methods")
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
     return OpenedCoda(load_graph(d / GRAPH_DIR, n_chunks, dim),
-                      load_graph(d / BASE_DIR, n_chunks, dim), meta)
+                      load_graph(d / BASE_DIR, n_chunks, dim), meta, d)

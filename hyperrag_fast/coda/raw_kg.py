@@ -282,8 +282,10 @@ def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarra
     re-embedded; each distinct entity name is embedded once."""
     ent = np.asarray(piece_means(kg.ent_desc, embedder, known, dim))
     nv, found = embed_known(kg.ent_name, embedder, known, dim)
-    ent = l2_rows(ent + np.where(found[:, None], nv, 0))
+    nv[~found] = 0.0
+    ent += nv  # in place: the same values as ent + where(found, nv, 0), no temporaries
     del nv
+    ent = l2_rows(ent)
     return ent, piece_means(kg.rel_desc, embedder, known, dim)
 
 

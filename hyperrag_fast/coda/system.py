@@ -68,7 +68,9 @@ class CodaSystem:
         d = save_raw(path, self.raw, self.raw_ent_vec, self.raw_rel_vec, self.meta)
         self.table.save(d / MERGE_FILE)
         save_graph(d / GRAPH_DIR, self.graph)
-        save_graph(d / BASE_DIR, self.base_graph)
+        base = self._base or consolidate(self.raw, self.raw_ent_vec, self.raw_rel_vec, None,
+                                         self.frp)
+        save_graph(d / BASE_DIR, base)  # not kept: memory
         return d
 
 
@@ -81,12 +83,24 @@ def load_coda(path: str | Path, table: MergeTable | None = None,
 
 
 def known_vectors(index) -> dict[str, np.ndarray]:
-    """text -> vector for every description and sentence the index already embedded."""
-    known: dict[str, np.ndarray] = {}
+    """text -> vector for every description and sentence the index already embedded (the
+    build embeds each distinct text once: a description that is a sentence has that
+    sentence's row, so rows of the smaller sentence table are preferred and the state
+    rows' pages are read only for descriptions that are not sentences)."""
     g = index.graph
+    sentences = set(g.edge_text)
+    rows = dict(zip(g.node_desc, range(len(g.node_desc))))
+    known: dict[str, np.ndarray] = {t: index.node_vec[i] for t, i in rows.items()
+                                    if t not in sentences}
     known.update(zip(g.edge_text, index.edge_vec))
-    known.update(zip(g.node_desc, index.node_vec))
     return known
+
+
+def merge_table_of(coda) -> MergeTable:
+    """The merge table of a built system, or of a saved one a query opened."""
+    if hasattr(coda, "table"):
+        return coda.table
+    return MergeTable.load(Path(coda.path) / MERGE_FILE)
 
 
 def offline_types(index) -> tuple[Callable[[str], str], list[str], str] | None:
