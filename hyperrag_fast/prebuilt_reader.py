@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -122,7 +123,8 @@ def _check_files(gen: Path, name: str, sums: dict[str, str], verify: bool) -> No
 
 
 _BAD = (ValueError, KeyError, TypeError, OSError, EOFError, IndexError, RecursionError,
-        AttributeError, zipfile.BadZipFile, zlib.error)
+        AttributeError, zipfile.BadZipFile, zlib.error,
+        SyntaxError, tokenize.TokenError)  # a damaged .npy header (numpy parses it)
 
 
 def _load_graph(d: Path, shape: dict[str, int]) -> VariantGraph:

@@ -177,9 +177,8 @@ class CodaOptions:
             raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
         if not 0.0 <= self.elim_keep_frac <= 1.0:
             raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
-        if self.ppr_solver not in ("push", "power", "power_topk"):
-            raise ValueError(f"ppr_solver must be 'push', 'power' or 'power_topk', got "
-                             f"{self.ppr_solver!r}")
+        if self.ppr_solver not in ("push", "power"):
+            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
 
 
 

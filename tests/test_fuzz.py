@@ -178,8 +178,8 @@ CLI_SAMPLE = [  # (case, expected exit status) replayed through the command line
     {"op": "flip", "file": "manifest.json", "seed": 1, "resum": False, "verify": True},
     {"op": "truncate", "file": "prebuilt/merge_full/arrays.npz", "keep": 0.5, "resum": True,
      "verify": True, "method": "merge_full"},
-    {"op": "truncate", "file": "prebuilt/coda/raw_ent_vec.npy", "keep": 0.97, "resum": False,
-     "verify": False, "method": "coda"},
+    {"op": "truncate", "file": "prebuilt/coda/graph/ent_vec.npy", "keep": 0.97, "resum": False,
+     "verify": False, "method": "coda"},  # the vectors a CODA query reads (issue 23 item 3)
     {"op": "manifest", "edit": "prebuilt_escape", "resum": True, "verify": True,
      "method": "merge_full"},
 ]

@@ -11,8 +11,7 @@ interference elimination, alignment to source chunks.
   as §4 motivates).
 * **Contextualized association**: PPR (d 0.85, kernels/ppr.py) seeded on the entry
   entities in proportion to max(0, sim); top-``k_context`` entities and the relations
-  induced among them (``ppr_solver="power_topk"``: power iteration stopped once that
-  top-k is certified to be the exact solve's, ``kernels.ppr.ppr_power_topk``).
+  induced among them.
 * **Functional association**: entities whose FastRP rows are closest (max cosine)
   to an entry's; top ``k_functional`` non-entry entities.
 * **Interference elimination.** LLM path: an :class:`InterferenceFilter`. Offline
@@ -50,7 +49,7 @@ import numpy as np
 from ..ann import top_k_desc
 from ..embed.base import Embedder
 from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
-from ..kernels.ppr import ppr_power, ppr_power_topk, ppr_push
+from ..kernels.ppr import ppr_power, ppr_push
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -211,9 +210,6 @@ class CodaRetriever:
             p /= p.sum()
             if o.ppr_solver == "push":
                 pi, _, _ = ppr_push(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d, o.ppr_tol)
-            elif o.ppr_solver == "power_topk":  # stops once the top k_context is certified
-                pi, _, _, _ = ppr_power_topk(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p,
-                                             o.ppr_d, o.ppr_tol, 1000, o.k_context)
             else:
                 pi, _ = ppr_power(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d,
                                   o.ppr_tol, 1000)
