@@ -70,6 +70,13 @@ def margins(d: dict, sub: str) -> list[str]:
         beats = "beats" if m > 0 else "does **not** beat"
         out.append(f"- {t}: {_f(rows['coda']['coverage'].get(t))} vs {best} "
                    f"{_f(rows[best]['coverage'].get(t))}, {m * 100:+.1f} points ({beats} it{verdict})")
+    full = rows["coda"]["coverage"]["all"]
+    abl = [(a, rows[a]["coverage"]["all"] - full) for a in CODA_ROWS[1:6] if a in rows]
+    if abl:
+        better = [a for a, dv in abl if dv >= 0.0005]  # shown as +0.1 or more
+        out.append("- Table 2 reading (all, points against `coda`): "
+                   + ", ".join(f"{a} {dv * 100:+.1f}" for a, dv in abl)
+                   + (f"; **{', '.join(better)} above the full system**" if better else ""))
     return out + [""]
 
 
