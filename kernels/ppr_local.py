@@ -16,7 +16,8 @@ b(v) <= d eps wsum(v) on a symmetric graph (the approximate mode's stated bound)
 
 The top-k of lo is certified equal to the exact solve's, in order, when each of its
 entries' lo exceeds lo + b of every node ranked after it (untouched nodes: lo = 0,
-b = d min(wmax rho, R)). Otherwise the next threshold is rho*, the rho under which the
+b = d min(wmax rho, R)), or when the refined bounds of the contenders separate it
+(:mod:`.ppr_certify`). Otherwise the next threshold is rho*, the rho under which the
 current lower bounds would be separated (symmetric graphs), at most eps / ``shrink`` and
 at least eps / ``jump``; the push continues from where it stopped, down to ``eps_min``;
 an order that is still not separated is returned with ``certified`` False.
@@ -24,8 +25,9 @@ an order that is still not separated is returned with ``certified`` False.
 A round pushes FIFO while it is local; once it has pushed or queued ``pass_min`` nodes
 the push is global: every untouched node joins the touched list (in id order) and the
 round runs as passes over the nodes in id order (the arcs then read in storage order, not
-at random, with no touch bookkeeping: on the 10k-chunk graph at d = .85 a half to a fifth
-of the FIFO's time per arc).
+at random, with no touch bookkeeping: on the 10k-chunk graph at d = .85 about a third
+of the FIFO's time per arc); every later round starts with a pass, and a pass that
+pushed fewer than pass_min / TAIL_DIVISOR nodes leaves the rest of its round to a FIFO.
 
 Scratch (``x``, ``s``: float64 zeros; ``flag``: uint8 zeros; ``touched``: int32, n + 1
 slots; ``queue``: int32, n slots) is reset before return by the touched list: a call costs what
