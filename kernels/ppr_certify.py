@@ -136,10 +136,12 @@ def _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, touched, nt, n, 
 def _refine(ptr, nbr, wn, x, s, wsum, d, rsum, rho, flag, top, tx, cand, nc, kk, work, avgdeg, cid, clo, cb,
             rstar):
     """Refined certificate on a symmetric graph (docs/architecture.md §4, "Refined
-    bounds"): the contenders (the top and every candidate whose upper bound reaches the
-    k-th lower bound) get [lo + A_L(v), lo + A_L(v) + d^L wsum(v) rho], A_L(v) =
+    bounds"): the contenders are the top and every candidate whose upper bound reaches the
+    k-th lower bound; those whose plain interval overlaps another contender's (one of the
+    two in the top) get [lo + A_L(v), lo + A_L(v) + d^L wsum(v) rho], A_L(v) =
     sum_{t=1}^{L-1} (1 - d) d^t (P^t r)(v), L the deepest (at most REFINE_DEPTH) whose
-    cost, contenders * mean degree ** (L - 1), stays within ``work``; every other node keeps its plain bounds (below the k-th). Returns
+    cost, refined contenders * mean degree ** (L - 1), stays within ``work``; every other
+    node keeps its plain bounds (those outside the contenders are below the k-th). Returns
     (certified, rho* of the refined widths, contenders stored: 0 when not refined), the
     contenders sorted by refined lower bound (ties by lower id) in ``cid``."""
     c = 1.0 - d
@@ -162,9 +164,25 @@ def _refine(ptr, nbr, wn, x, s, wsum, d, rsum, rho, flag, top, tx, cand, nc, kk,
                 hi_nc = h
     if nct > REFINE_CAP:
         return False, rstar, 0
+    # only a contender whose plain interval overlaps that of another, one of the two in
+    # the top, needs the refinement (the others are separated already)
+    plo = np.empty(nct)
+    phi = np.empty(nct)
+    for i in range(nct):
+        u = cid[i]
+        plo[i] = x[u] + c * s[u] * wsum[u]
+        phi[i] = plo[i] + _bound(wsum[u], True, d, rsum, rho)
+    need = np.zeros(nct, dtype=np.bool_)
+    nneed = 0
+    for i in range(nct):
+        for q in range(nct):
+            if q != i and (i < kk or q < kk) and not (plo[i] > phi[q] or plo[q] > phi[i]):
+                need[i] = True
+                nneed += 1
+                break
     depth = REFINE_DEPTH
     while depth > 1:
-        cost = float(nct)
+        cost = float(nneed)
         for _ in range(depth - 1):
             cost *= avgdeg
         if cost <= work:
@@ -175,19 +193,28 @@ def _refine(ptr, nbr, wn, x, s, wsum, d, rsum, rho, flag, top, tx, cand, nc, kk,
     dl = 1.0
     for _ in range(depth):
         dl *= d
+    fac = np.empty(nct)  # width per unit wsum rho: d^L refined, d plain
     for i in range(nct):
         u = cid[i]
-        v = x[u] + c * s[u] * wsum[u] + c * d * _expand(ptr, nbr, wn, s, wsum, d, u, depth - 1)
-        b = (dl * wsum[u] * rho) * (1.0 + 1e-9) + SLACK
+        if need[i]:
+            v = plo[i] + c * d * _expand(ptr, nbr, wn, s, wsum, d, u, depth - 1)
+            b = (dl * wsum[u] * rho) * (1.0 + 1e-9) + SLACK
+            fw = dl
+        else:
+            v = plo[i]
+            b = _bound(wsum[u], True, d, rsum, rho)
+            fw = d
         j = i
         while j > 0 and (clo[j - 1] < v or (clo[j - 1] == v and cid[j - 1] > u)):
             clo[j] = clo[j - 1]
             cb[j] = cb[j - 1]
             cid[j] = cid[j - 1]
+            fac[j] = fac[j - 1]
             j -= 1
         clo[j] = v
         cb[j] = b
         cid[j] = u
+        fac[j] = fw
     ok = True
     hi = hi_nc
     rs = np.inf
@@ -197,7 +224,7 @@ def _refine(ptr, nbr, wn, x, s, wsum, d, rsum, rho, flag, top, tx, cand, nc, kk,
         h = clo[j] + cb[j]
         if h > hi:
             hi = h
-        dw = dl * wsum[cid[j]]
+        dw = fac[j] * wsum[cid[j]]
         if j >= kk:
             rs = _rstar(rs, clo[kk - 1], clo[j], dw)
         else:
@@ -237,6 +264,20 @@ def _expand(ptr, nbr, wn, s, wsum, d, v, depth):
             inner += d * in2
         acc += wa * inner
     return acc
+
+
+@jit
+def _residual(s, wsum, touched, nt):
+    """(R, rho): the residual mass sum r = sum s wsum and max s over the touched nodes."""
+    rsum = 0.0
+    rho = 0.0
+    for t in range(nt):
+        u = touched[t]
+        su = s[u]
+        rsum += su * wsum[u]
+        if su > rho:
+            rho = su
+    return rsum, rho
 
 
 @jit

@@ -308,9 +308,10 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, 
 def refine_twin(ptr, nbr, w, wsum, s, lo, b, top, seen, d, rho, allowed, cap, max_depth):
     """The refined certificate (docs/architecture.md §4, "Refined bounds") written from its
     definition: contenders = the top and the touched nodes whose plain upper bound reaches
-    the k-th lower bound; each gets [lo + A, lo + A + d^L wsum rho] with
+    the k-th lower bound; each whose plain interval overlaps another contender's (one of
+    the two in the top) gets [lo + A, lo + A + d^L wsum rho] with
     A = sum_{t=1}^{L-1} (1 - d) d^t (P^t r)(v) summed over the paths of its neighbourhood,
-    L the deepest with contenders * mean degree^(L - 1) <= ``allowed``. Returns None when
+    L the deepest with refined contenders * mean degree^(L - 1) <= ``allowed``. Returns None when
     not refined, else (certified, rho*, top, {contender: (lower bound, width)})."""
     k = len(top)
     n = len(wsum)
@@ -319,10 +320,13 @@ def refine_twin(ptr, nbr, w, wsum, s, lo, b, top, seen, d, rho, allowed, cap, ma
     cont = list(top) + rest
     if len(cont) > cap:
         return None
+    topset = set(top)
+    need = [u for u in cont if any(q != u and (u in topset or q in topset)
+                                   and not (lo[u] > lo[q] + b[q] or lo[q] > lo[u] + b[u]) for q in cont)]
     avgdeg = ptr[n] / n
     depth = max_depth
     while depth > 1:
-        cost = float(len(cont))
+        cost = float(len(need))
         for _ in range(depth - 1):
             cost *= avgdeg
         if cost <= allowed:
@@ -348,25 +352,29 @@ def refine_twin(ptr, nbr, w, wsum, s, lo, b, top, seen, d, rho, allowed, cap, ma
         return acc
 
     c = 1.0 - d
-    val = {u: (lo[u] + c * d * paths(u, depth - 1), (dl * wsum[u] * rho) * (1.0 + 1e-9) + 1e-12) for u in cont}
+    val = {u: (lo[u], b[u]) for u in cont}
+    fac = {u: d for u in cont}
+    for u in need:
+        val[u] = (lo[u] + c * d * paths(u, depth - 1), (dl * wsum[u] * rho) * (1.0 + 1e-9) + 1e-12)
+        fac[u] = dl
     ranked = sorted(cont, key=lambda u: (-val[u][0], u))
     ok = all(val[ranked[j]][0] > max(val[v][0] + val[v][1] for v in ranked[j + 1:]) for j in range(k)
              if ranked[j + 1:])
     best = np.inf
 
-    def need(above, below, wv):
+    def gap(above, below, dw):
         nonlocal best
-        if dl * wv <= 0:
+        if dw <= 0:
             return
-        best = 0.0 if not above > below else min(best, (above - below) / (dl * wv))
+        best = 0.0 if not above > below else min(best, (above - below) / dw)
 
     for j in range(len(ranked) - 1, -1, -1):
         v = ranked[j]
         if j >= k:
-            need(val[ranked[k - 1]][0], val[v][0], wsum[v])
+            gap(val[ranked[k - 1]][0], val[v][0], fac[v] * wsum[v])
         else:
             for i in range(j):
-                need(val[ranked[i]][0], val[v][0], wsum[v])
+                gap(val[ranked[i]][0], val[v][0], fac[v] * wsum[v])
     return ok, (best if best < np.inf else 0.0), ranked[:k], val
 
 
