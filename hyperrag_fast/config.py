@@ -43,7 +43,8 @@ _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weig
 _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25_weight=0.0,
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
-                     hop_titles=False, rank_weights=(), title_top=0, graph_gate=False)
+                     hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
+                     hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -141,6 +142,14 @@ class HybridOptions:
     become seeds (A(v) >= hop_value x weight) and STITCH runs again on the same
     candidates. hop_weight "uniform" = 1; "sim" = max(0, sim(q, v)) / max over the hop
     chunk's states, so the name in the sentence the question asks about weighs most.
+    hop_idf > 0 (ours, issue 21): a second-round seed of a group spanning n_g chunks
+    (of N_C) weighs (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf more than its ``hop_weight``
+    alone, so with a larger ``hop_max_group`` a name of many chunks lifts each of them less.
+    hop_bridge > 0 (ours, issue 21): the second round's candidates also hold the chunks
+    of the first round's top chunk's bridge names — its name groups that neither the
+    question nor its own title names, spanning at most ``hop_bridge_max`` chunks — each
+    with the prior term hop_bridge x (the group's weight, as ``hop_idf``'s with exponent 1
+    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)) / the group's best chunk.
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -155,6 +164,11 @@ class HybridOptions:
     per-chunk features x (``methods.stitch.FEATURES``: prior and PPR shares and ranks,
     dense rank, similarity, STIBP score, BM25 and title terms), weights
     ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
+
+    title_max > 0 (ours, issue 21 item 3): in the final ranking of C_q, a chunk whose page
+    (title) already has ``title_max`` chunks ranked above it moves after every chunk that
+    does not (order kept within both parts): a page of many paragraphs lifts the ones
+    that answer, not all of them. 0 = off; a corpus of unique titles is unchanged.
 
     graph_gate (ours, off): without ``rank_weights``, C_q is ranked by
     (1 - g) prior / max(prior) + g pi / max(pi) with a per-query graph weight
@@ -184,10 +198,20 @@ class HybridOptions:
         0.229618, 0.889873)
     title_top: int = 0
     graph_gate: bool = False
+    hop_idf: float = 0.0
+    title_max: int = 0
+    hop_bridge: float = 0.0
+    hop_bridge_max: float = 20
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
             raise ValueError("title_top must be >= 0")
+        if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1:
+            raise ValueError("hop_bridge must be >= 0 and hop_bridge_max >= 1")
+        if self.title_max < 0:
+            raise ValueError("title_max must be >= 0")
+        if not self.hop_idf >= 0:
+            raise ValueError("hop_idf must be >= 0")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
