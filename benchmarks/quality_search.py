@@ -90,7 +90,7 @@ def apply(o: QueryOptions, name: str, v) -> QueryOptions:
         return replace(o, stitch=s.replace(damping=v, ppr="power" if v > 0 else "none"))
     if name in ("title_words", "title_chunks", "hop_titles", "rank_weights", "title_top",
                 "graph_gate", "hop_bridge", "hop_bridge_max", "hop_idf", "title_max",
-                "hop_max_group"):
+                "hop_max_group", "hop_bridge_chunks"):
         return replace(o, hybrid=replace(h, **{name: v}))
     if name == "stibp":
         return replace(o, stitch=s.replace(spatial=v, temporal=v))
@@ -143,9 +143,11 @@ ABLATIONS = [
     ("+ppr d .2 (graph on, ranker kept)", {"damping": 0.2}),
     ("-temporal_from_space", {"temporal": (50, 0.0)}),
     ("-hop bridge (no bridge names of the first hop)", {"hop_bridge": 0.0}),
-    ("+hop bridge .1", {"hop_bridge": 0.1}),
     ("+hop bridge .3", {"hop_bridge": 0.3}),
     ("+hop bridge 1", {"hop_bridge": 1.0}),
+    ("+hop bridge 3", {"hop_bridge": 3.0}),
+    ("hop bridge from the top 2 chunks", {"hop_bridge_chunks": 2}),
+    ("hop bridge groups <= 50 chunks", {"hop_bridge_max": 50}),
     ("+hop idf 2, second-round groups <= 10 chunks", {"hop_idf": 2.0, "hop_max_group": 10}),
     ("+title max 1 (one paragraph per page above the rest)", {"title_max": 1}),
     ("+title max 2", {"title_max": 2}),
@@ -194,7 +196,7 @@ FAMILIES = {"2wiki_dev": ("2wikimultihopqa", "dev"), "hotpotqa_train": ("hotpotq
 GRID = {"title_chunks": [0.0, 0.3, 1.0], "delta": [0.75, 0.8, 0.85, 0.9],
         "lam": [0.3, 1.0], "damping": [0.0, 0.2, 0.5],
         "hop": [(0, 1.0, 2, "sim"), (1, 1.0, 2, "sim"), (2, 1.0, 2, "sim")],
-        "hop_titles": [False, True], "title_top": [0, 1], "hop_bridge": [0.0, 0.1, 0.3, 1.0]}
+        "hop_titles": [False, True], "title_top": [0, 1], "hop_bridge": [0.0, 0.3, 1.0, 3.0]}
 #: options the default keeps, each dropped unless it earns its place on the worst family
 KEPT = [("seeds", ("none", 1, INF)), ("bm25", (0.0, 0)), ("title_words", False),
         ("temporal", (50, 0.0)), ("stibp", False)]

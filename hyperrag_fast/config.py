@@ -44,7 +44,7 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
-                     hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20)
+                     hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -146,10 +146,11 @@ class HybridOptions:
     (of N_C) weighs (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf more than its ``hop_weight``
     alone, so with a larger ``hop_max_group`` a name of many chunks lifts each of them less.
     hop_bridge > 0 (ours, issue 21): the second round's candidates also hold the chunks
-    of the first round's top chunk's bridge names — its name groups that neither the
-    question nor its own title names, spanning at most ``hop_bridge_max`` chunks — each
+    of the bridge names of the first round's ``hop_bridge_chunks`` top chunks — a chunk's
+    name groups that neither the question nor its own title names, spanning at most
+    ``hop_bridge_max`` chunks — each
     with the prior term hop_bridge x (the group's weight, as ``hop_idf``'s with exponent 1
-    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)) / the group's best chunk.
+    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -202,12 +203,13 @@ class HybridOptions:
     title_max: int = 0
     hop_bridge: float = 0.0
     hop_bridge_max: float = 20
+    hop_bridge_chunks: int = 1
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
             raise ValueError("title_top must be >= 0")
-        if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1:
-            raise ValueError("hop_bridge must be >= 0 and hop_bridge_max >= 1")
+        if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1 or self.hop_bridge_chunks < 1:
+            raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
         if self.title_max < 0:
             raise ValueError("title_max must be >= 0")
         if not self.hop_idf >= 0:

@@ -64,10 +64,9 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     bridged = False
-    if hybrid.hop_bridge > 0 and r.chunk_ids.size:  # the first round's top chunk's new names
-        t = int(r.chunk_ids[0])
+    for t in r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist():
         b_c, b_v = bridge_chunks(eng, q, t, _named_groups(state.lookups[key], text, t),
-                                 hybrid.hop_bridge_max)
+                                 hybrid.hop_bridge_max)  # the first round's top chunks' new names
         if b_c.size:
             c0 = np.concatenate([c0, b_c])
             bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
@@ -189,8 +188,8 @@ def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: floa
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``HybridOptions.hop_bridge``'s candidates: the chunks (other than ``t``) of the
     bridge groups of chunk ``t`` (:func:`bridge_groups`) spanning at most ``max_group``
-    chunks, each with its group's weight x max(0, sim(q, c)) / the best of the group's
-    chunks (the largest over its groups)."""
+    chunks, each with its group's weight x max(0, sim(q, c)) (the largest over its groups;
+    a chunk whose weight is 0 is left out)."""
     g = eng.graph
     grp, wg = bridge_groups(eng, q, t, named)
     ok = g.group_chunks[grp] <= max_group
@@ -202,7 +201,6 @@ def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: floa
         if not cs.size:
             continue
         sim = np.maximum((eng.chunk_vec[cs].astype(np.float64) * q).sum(axis=1), 0.0)
-        sim = sim / sim.max() if sim.max() > 0 else np.ones_like(sim)
         for c, v in zip(cs.tolist(), (w * sim).tolist()):
             if v > out.get(c, 0.0):
                 out[c] = v
