@@ -142,9 +142,8 @@ class HybridOptions:
     become seeds (A(v) >= hop_value x weight) and STITCH runs again on the same
     candidates. hop_weight "uniform" = 1; "sim" = max(0, sim(q, v)) / max over the hop
     chunk's states, so the name in the sentence the question asks about weighs most.
-    hop_idf > 0 (ours, issue 21): a second-round seed of a group spanning n_g chunks
-    (of N_C) weighs (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf more than its ``hop_weight``
-    alone, so with a larger ``hop_max_group`` a name of many chunks lifts each of them less.
+    hop_idf > 0 (ours, issue 21): a second-round seed of a group of n_g chunks (of N_C) is
+    scaled by (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf (a name of many chunks lifts less).
     hop_bridge > 0 (ours, issue 21): the second round's candidates also hold the chunks
     of the bridge names of the first round's ``hop_bridge_chunks`` top chunks — a chunk's
     name groups that neither the question nor its own title names, spanning at most
@@ -195,13 +194,13 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -1.819011, -20.043877, 21.183009, 12.882177, -0.235017, 1.516375, 3.35763, 0.706335,
-        0.229618, 0.889873)
+        -2.429927, -1.936025, 16.573811, 12.590914, -0.199392, 1.474993, 2.705247, -11.790694,
+        -0.016858, 0.244379)
     title_top: int = 0
     graph_gate: bool = False
     hop_idf: float = 0.0
     title_max: int = 0
-    hop_bridge: float = 0.0
+    hop_bridge: float = 1.0
     hop_bridge_max: float = 20
     hop_bridge_chunks: int = 1
 
@@ -307,6 +306,11 @@ PAPER_HYBRID = HybridOptions.paper()
 #: delta .8 -> .85 and the calibrated final ranking (``rank_weights``, trained on the
 #: three families): R@5 2Wiki dev .912 -> .915, HotpotQA .900 -> .920, MuSiQue dev .690
 #: -> .705; 2Wiki test (never searched) .901 -> .902.
+#: Issue 21, session 10: the bridge names of the first hop (``hop_bridge`` 1: the top
+#: chunk's names the question does not name re-enter the second round's candidates) and
+#: the ranker retrained with it (the search's ranker stage retrains it for every damping x
+#: bridge weight; d .2 kept): worst-family lift .135 -> .138 (HotpotQA), R@5 2Wiki dev .915
+#: -> .927, HotpotQA .920 -> .935, MuSiQue dev .705 -> .728; 2Wiki test .902 -> .908.
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
@@ -376,7 +380,7 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: .687 against the earlier two-family preset; 2Wiki test (never searched) .886 -> .905.
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH.replace(delta=0.75, damping=0.0, ppr="none"),
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, hop_bridge=0.0, rank_weights=(
         -0.362913, -4.952219, -4.952219, 6.855435, 6.855435, 1.754925, 10.580825, 9.492427,
         0.607257, -0.722727)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}

@@ -79,7 +79,8 @@ def test_bridge_on_an_index_reaches_the_second_hop():
     ix = HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(), progress=False)
     r = Retriever(ix, HashingEmbedder())
     base = replace(TUNED, k_chunks=1, k_nodes=1, stitch=TUNED.stitch.replace(top_k=1),
-                   hybrid=replace(TUNED.hybrid, rank_weights=(), bm25_weight=0.0, hop_chunks=0))
+                   hybrid=replace(TUNED.hybrid, rank_weights=(), bm25_weight=0.0, hop_chunks=0,
+                                  hop_bridge=0.0))
     on = replace(base, hybrid=replace(base.hybrid, hop_bridge=1.0))
     qs = "Who is the spouse of the director of Film Nine?"
     a, b = r.retrieve(qs, base, detail=True), r.retrieve(qs, on, detail=True)
