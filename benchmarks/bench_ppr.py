@@ -29,17 +29,22 @@ below ~0.1 ms):
 * ours_factored  — kernels.ppr_factored.ppr_factored_topk: the same iteration and stop on the
   chunk-group incidences the CSR was deduplicated from (ppr="factored"; inverse_size weights
   only; its degrees are computed inside the timed call, CSR solvers get ``wsum`` as input);
-* ours_local_push — hyperrag_fast.ppr.LocalPush.topk(p, d, k=top_k, eps_min=--local-eps-min):
-  the local push of kernels/ppr_local.py (per-node threshold r(v) <= eps wsum(v), lowered
-  from max p / wsum / 2 by 2, or to the rho* of the last certificate, until the top-k order
-  is certified; FIFO while local, node-order passes once a round is global; what ppr="push"
-  runs). Timed from the dense prior, as PRPACK gets it (its nonzeros are found inside the
-  kernel call, one read of p); ``LocalPush`` (validation, symmetry check, per-arc scaled
-  weights, scratch) is built once per graph (``local_push_build_ms``), as igraph's Graph is
-  (``build_ms``); igraph's call itself converts its graph for PRPACK every time (part of
-  PRPACK's solve here: igraph has no prepared-graph entry point);
-* ours_local_push_approx — LocalPush.approx(p, d, --approx-eps): the same push down to a fixed
-  threshold (every score within d eps wsum(v); ``max_error`` measured against the exact solve);
+* ours_local_push — hyperrag_fast.ppr.LocalPush.topk_sparse(ids, vals, d, k=top_k,
+  eps_min=--local-eps-min), (ids, vals) the prior's nonzeros (a query's C_q and its
+  weights): the local push of kernels/ppr_local.py (per-node threshold r(v) <= eps wsum(v),
+  lowered from max p / wsum / 1.2 by 1.2, or to the rho* of the last certificate, until
+  the top-k order is certified, with the refined bounds of the contenders,
+  kernels/ppr_certify.py; FIFO while local, node-order passes once a round is global; what
+  ppr="push" runs). From the nonzeros the call reads nothing per node of the graph;
+  ``LocalPush`` (validation, symmetry check, per-arc scaled weights, scratch) is built
+  once per graph (``local_push_build_ms``), as igraph's Graph is (``build_ms``); igraph's
+  call itself converts its graph for PRPACK every time (part of PRPACK's solve here: igraph
+  has no prepared-graph entry point);
+* ours_local_push_dense_prior — LocalPush.topk(p, ...): the same push from the dense prior,
+  as PRPACK gets it (its nonzeros seeded inside the kernel call, in one read of p: O(n));
+* ours_local_push_approx — LocalPush.approx_sparse(ids, vals, d, --approx-eps): the same
+  push, from the nonzeros, down to a fixed threshold (every score within d eps wsum(v);
+  ``max_error`` measured against the exact solve);
 * ours_push_topk — kernels.ppr.ppr_push_topk(..., tol, k=top_k): the former global push
   (certified top-k early stop, else L1 residual <= tol; CODA's ppr_solver="push");
 * ours_push      — kernels.ppr.ppr_push (same, no early stop: run to L1 residual <= tol);
@@ -95,8 +100,8 @@ except ImportError:
     from _graphs import chunk_graph_of_size
 
 TOPK = 8
-SOLVERS = ("ours_power_topk", "ours_factored", "ours_local_push", "ours_local_push_approx", "ours_push_topk",
-           "ours_push", "ours_power")
+SOLVERS = ("ours_power_topk", "ours_factored", "ours_local_push", "ours_local_push_dense_prior",
+           "ours_local_push_approx", "ours_push_topk", "ours_push", "ours_power")
 
 
 def timeit_wall_cpu(fn, repeats=5, min_batch_s=0.005):
@@ -208,11 +213,14 @@ def run_damping(D, ptr, nbr, w, wsum, p, P, scipy_build, G, ig_build_ms, H, nx_b
             extra=lambda r: {"tol": tol, "k": a.k, "iterations": int(r[1]), "incidences": int(cg.shape[0]),
                              "stopped_by_certificate": bool(r[3])})
     lp = fac_lp[1]
-    rec("ours_local_push", lambda: lp.topk(p, D, a.k, eps_min=a.local_eps_min),
-        extra=lambda r: {"k": a.k, "eps_min": a.local_eps_min, "certified": r.certified, "eps_reached": r.eps,
-                         "pushes": r.pushes, "touched": int(r.ids.shape[0]), "residual_l1": r.residual,
-                         "kernel_top8_same_order": bool(np.array_equal(r.top, top(exact)))})
-    rec("ours_local_push_approx", lambda: lp.approx(p, D, a.approx_eps),
+    pid = np.flatnonzero(p)
+    pval = p[pid]
+    lp_extra = lambda r: {"k": a.k, "eps_min": a.local_eps_min, "certified": r.certified,  # noqa: E731
+                          "eps_reached": r.eps, "pushes": r.pushes, "touched": int(r.ids.shape[0]),
+                          "residual_l1": r.residual, "kernel_top8_same_order": bool(np.array_equal(r.top, top(exact)))}
+    rec("ours_local_push", lambda: lp.topk_sparse(pid, pval, D, a.k, eps_min=a.local_eps_min), extra=lp_extra)
+    rec("ours_local_push_dense_prior", lambda: lp.topk(p, D, a.k, eps_min=a.local_eps_min), extra=lp_extra)
+    rec("ours_local_push_approx", lambda: lp.approx_sparse(pid, pval, D, a.approx_eps),
         extra=lambda r: {"eps": a.approx_eps, "pushes": r.pushes, "touched": int(r.ids.shape[0]),
                          "residual_l1": r.residual, "max_bound": float(max(r.b.max(initial=0.0), r.b_rest)),
                          "max_error": float(np.max(exact - r.dense(m)))})

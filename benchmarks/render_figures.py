@@ -202,7 +202,8 @@ def _ppr_text(ppr: dict[str, Any], by: dict[str, Any]) -> str:
                 f"{min(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}-"
                 f"{max(local(d, 'ours_local_push_vs_prpack_cpu_speedup_by_size')[n] for n in lo):.1f}x"
                 for d in ds)
-            + f"; {commit(ppr)}" + (f", other sizes at {', '.join(sorted(early))}" if early else "")
+            + f"; {commit(ppr)}" + (f", other sizes at {', '.join(sorted(early))}"
+                                    if early - {commit(ppr)} else "")
             + f", {load_avg(ppr)})")
 
 

@@ -6,6 +6,9 @@
     # 2. compare (several dumps per side: their methods together; a method dumped for fewer
     #    questions on one side is compared on the questions both hold):
     python benchmarks/topk_equivalence.py compare --before before.npz --after after.npz
+    # the same through the `hyperrag` console (`hyperrag query --questions`, its one-shot
+    # trims included): cli-dump instead of dump, then compare as in 2.
+    PYTHONPATH=<checkout> python benchmarks/topk_equivalence.py cli-dump cli.npz --index indexes/2wiki --methods stitch dense
     # 3. graph-stage speed: alternate before/after dumps of stitch and stitch_paper, then
     python benchmarks/topk_equivalence.py speed --before b1.npz b2.npz --after a1.npz a2.npz
 
@@ -108,6 +111,44 @@ def dump(a):
         np.savez(a.file, **out)  # after every method: a stopped dump keeps what it finished
 
 
+def cli_dump(a):
+    """The top-8 of ``hyperrag query INDEX --questions FILE --json --method M``: the console
+    a user runs (its one-shot trims, ``hyperrag_fast.console``), with the code on the path,
+    stored under the keys ``dump`` uses (chunk ids as strings)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    import hyperrag_fast
+    from hyperrag_fast.eval.data import load_dataset
+
+    exe = Path(sys.executable).with_name("hyperrag")
+    qs = [q.question for q in load_dataset("2wikimultihopqa", "all").questions]
+    qs = qs[:a.questions] if a.questions else qs
+    out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(a.methods),
+           "command": np.array(C.command())}
+    with tempfile.TemporaryDirectory() as tmp:
+        qfile = Path(tmp) / "questions.jsonl"
+        qfile.write_text("".join(json.dumps({"question": q}) + "\n" for q in qs), encoding="utf-8")
+        for m in a.methods:
+            r = subprocess.run([str(exe), "query", a.index, "--questions", str(qfile), "--json",
+                                "--method", m], capture_output=True, text=True, check=True,
+                               env=dict(os.environ))
+            rows = [json.loads(line) for line in r.stdout.splitlines()]
+            assert len(rows) == len(qs), (m, len(rows), r.stderr[-2000:])
+            ids = np.full((len(rows), 8), "", dtype="U64")
+            sc = np.full((len(rows), 8), np.nan)
+            for i, row in enumerate(rows):
+                top = row["chunks"][:8]
+                ids[i, :len(top)] = [c["chunk_id"] for c in top]
+                sc[i, :len(top)] = [c["score"] for c in top]
+            out[m + "_ids"], out[m + "_scores"] = ids, sc
+            out[m + "_graph_ms"] = np.array([row["timings"]["graph_ms"] for row in rows])
+            print(m, "questions", len(rows), flush=True)
+            np.savez(a.file, **out)
+
+
 def _dumps(files):
     """{array name: array} of one side's dumps (several files: their methods together)."""
     arrays, sides = {}, []
@@ -182,6 +223,11 @@ def main():
     d.add_argument("--questions", type=int, default=0, help="0 = all")
     d.add_argument("--cache-dir", default=None, help="embedding cache (the eval harness's --cache-dir)")
     d.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
+    cd = sub.add_parser("cli-dump", help="dump through the hyperrag console (--questions)")
+    cd.add_argument("file")
+    cd.add_argument("--index", default="indexes/2wiki")
+    cd.add_argument("--questions", type=int, default=0, help="0 = all")
+    cd.add_argument("--methods", nargs="+", default=["stitch"])
     c = sub.add_parser("compare")
     c.add_argument("--before", nargs="+", required=True, help="dumps of the code before")
     c.add_argument("--after", nargs="+", required=True, help="dumps of the code after")
@@ -201,7 +247,7 @@ def main():
     sp.add_argument("--before-command", default=None)
     sp.add_argument("--note", default="")
     a = ap.parse_args()
-    {"dump": dump, "compare": compare, "speed": speed}[a.cmd](a)
+    {"dump": dump, "cli-dump": cli_dump, "compare": compare, "speed": speed}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -236,21 +236,23 @@ class HybridOptions:
 #: ppr="auto" runs the local push (``kernels.ppr_local``) on a chunk graph of at least
 #: PUSH_MIN_CHUNKS chunks whose prior is nonzero on at most ``push_max_fraction(d)`` of
 #: them, else the power iteration. Measured single-threaded, both solvers on the same
-#: graphs and priors in one run, both with the exact solve's top-8 in order (CPU time; the
-#: run's wall clock equals it): ``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python
+#: graphs and priors in one run, both with the exact solve's top-8 in order (wall clock;
+#: CPU time equals it): ``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python
 #: benchmarks/bench_ppr.py --sizes 1000 10000 100000 --repeats 5 --prior-nnz 300 0 --out
-#: ppr.json ppr_dense_prior.json --merge --graph-cache indexes/push_graphs`` (8005ae3).
-#: With 300 prior chunks push wins at 9,969 chunks (3.0 %) at every damping (d .85 / .5 /
-#: .2: 1.35 vs 3.12, 0.65 vs 1.26, 0.082 vs 0.41 ms) and at 99,658 chunks (1.48 vs 110,
-#: 0.95 vs 26.1, 0.58 vs 7.4 ms); at 1,009 chunks it loses at d .85 / .5 (0.63 vs 0.17, 0.12
-#: vs 0.099 ms) and ties at .2 (0.029 vs 0.033). With a prior on every chunk (as a query's
-#: prior over C_q is) push loses at 1,009 and 9,969 chunks at every damping (10k: 6.4 vs
-#: 3.9, 3.1 vs 1.3, 0.73 vs 0.47 ms) and at 99,658 chunks with d .5 / .2 (42.3 vs 17.2, 20.3
-#: vs 10.2 ms); it wins there at d .85 (35.8 vs 79.7 ms), a single point the rule leaves to
-#: power. Between the winning 3 % and the losing 100 % the crossover is not measured. A
-#: 2Wiki query (|C_q| ~ 50, the whole corpus 6,119 chunks) therefore always runs power: on
-#: the corpora the presets were measured on "auto" is "power", so the presets keep the name
-#: their recorded results carry.
+#: ppr.json ppr_dense_prior.json --graph-cache indexes/push_graphs`` (d1d49c3, load 8-9;
+#: the local push with its refined certificate, timed from the prior's nonzeros). With 300
+#: prior chunks push wins at 9,969 chunks (3.0 %) at every damping (d .85 / .5 / .2: 0.94
+#: vs 2.52, 0.14 vs 0.98, 0.082 vs 0.42 ms), at 99,658 chunks (0.62 vs 115, 0.13 vs 19.2,
+#: 0.042 vs 5.9 ms) and at 1M (merged run, benchmarks/README.md: 5.2 vs 2,693, 0.20 vs 436,
+#: 0.10 vs 56 ms); at 1,009 chunks
+#: it loses at d .85 / .5 (0.98 vs 0.17, 0.14 vs 0.082 ms) and ties at .2 (0.043 vs
+#: 0.043). With a prior on every chunk (as a query's prior over C_q is) push loses at
+#: 1,009 and 9,969 chunks at every damping (10k: 7.8 vs 4.0, 2.8 vs 1.0, 0.70 vs 0.45 ms)
+#: and at 99,658 chunks with d .5 / .2 (24.3 vs 21.3, 18.7 vs 9.2 ms); it wins there at
+#: d .85 (22.0 vs 82.3 ms), a single point the rule leaves to power. Between the winning
+#: 3 % and the losing 100 % the crossover is not measured. A 2Wiki query (|C_q| ~ 50, the
+#: whole corpus 6,119 chunks) therefore always runs power: on the corpora the presets were
+#: measured on "auto" is "power", so the presets keep the name their recorded results carry.
 PUSH_MIN_CHUNKS = 9_969
 #: (largest damping, largest prior support / chunks) pairs, by increasing damping
 PUSH_MAX_FRACTION = ((1.0, 300 / 9_969),)

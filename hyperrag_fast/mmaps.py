@@ -28,8 +28,7 @@ def trim_heap() -> None:
     adding to its peak (docs/architecture.md §10). ``lean.settle`` trims after a
     one-shot query process loads (what the ONNX session setup freed)."""
     import ctypes
-    import ctypes.util
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    try:  # the process's own symbols hold libc's: no ctypes.util.find_library, which
+        ctypes.CDLL(None).malloc_trim(0)  # runs ldconfig in a subprocess (~25 ms CPU)
     except (OSError, AttributeError):
         pass

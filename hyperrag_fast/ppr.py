@@ -6,6 +6,7 @@
     res = lp.topk(p, d=0.85, k=8)        # p: dense prior (or LocalPush.topk_sparse(ids, vals))
     res.top, res.certified               # top-k, and whether its order is the exact solve's
     res = lp.approx(p, d=0.85, eps=1e-6) # every node within [x, x + d eps wsum] (symmetric w)
+    lp.topk_sparse(ids, vals, d, k)      # from the prior's nonzeros: nothing read per node
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels.ppr_local import JUMP, PASS_FRACTION, SHRINK, arc_scale, local_push_prior, local_push_topk
+from .kernels.ppr_local import (APPROX_SHRINK, JUMP, PASS_FRACTION, REFINE_BUDGET, SHRINK, arc_scale,
+                                local_push_prior, local_push_topk)
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class LocalPush:
         _check(d, k, eps_min, shrink, jump)
         bad, out = local_push_prior(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, p,
                                     float(d), 0.0, float(eps_min), float(shrink), float(jump), int(k),
-                                    self.pass_min, *self._scratch())
+                                    self.pass_min, REFINE_BUDGET, *self._scratch())
         if bad:
             raise ValueError("prior values must be finite and >= 0")
         return _result(out)
@@ -102,7 +104,7 @@ class LocalPush:
     def approx(self, p, d: float, eps: float) -> PushResult:
         """Push down to threshold ``eps``: 0 <= pi(v) - x(v) <= d eps wsum(v) on a symmetric
         graph, <= d times the residual on any graph (both in ``b``)."""
-        return self.topk(p, d, 0, eps_min=eps, shrink=SHRINK, jump=SHRINK)
+        return self.topk(p, d, 0, eps_min=eps, shrink=APPROX_SHRINK, jump=APPROX_SHRINK)
 
     def topk_sparse(self, ids, vals, d: float, k: int, eps_min: float = 1e-12, shrink: float = SHRINK,
                     eps0: float = 0.0, jump: float = JUMP) -> PushResult:
@@ -119,7 +121,13 @@ class LocalPush:
         _check(d, k, eps_min, shrink, jump)
         return _result(local_push_topk(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
                                        float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k),
-                                       self.pass_min, *self._scratch()))
+                                       self.pass_min, REFINE_BUDGET, *self._scratch()))
+
+
+    def approx_sparse(self, ids, vals, d: float, eps: float) -> PushResult:
+        """:meth:`approx` from the prior's nonzeros (distinct ``ids``, values ``vals`` >= 0):
+        no read of a dense prior, so the call costs only what the push touches."""
+        return self.topk_sparse(ids, vals, d, 0, eps_min=eps, shrink=APPROX_SHRINK, jump=APPROX_SHRINK)
 
 
 def _check(d, k, eps_min, shrink, jump) -> None:

@@ -149,12 +149,13 @@ class CodaOptions:
     elim_min_z: float = 1.0
     dense_weight: float = 1.0
     lexical_weight: float = 0.3
-    graph_weight: float = 0.01
+    graph_weight: float = 0.03
     dense_pool: int = 20
-    align_items: str = "relations"
+    align_items: str = "all"
     align_pool: str = "max"
     dedup_sim: float = 0.99
     fact_weight: float = 0.2
+    diversity: float = 0.0
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -165,9 +166,9 @@ class CodaOptions:
         if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
             raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,
-               self.fact_weight) < 0 or self.dense_pool < 0:
-            raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight and "
-                             "dense_pool must be >= 0")
+               self.fact_weight, self.diversity) < 0 or self.dense_pool < 0:
+            raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, "
+                             "diversity and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -182,8 +183,9 @@ class CodaOptions:
 
 
 #: the published mechanisms (CodaRAG §3.3-3.4 as read above): count alignment, raw
-#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench Medical
-#: (dev) by offline coverage: benchmarks/results/tuning_coda_gbench_minilm*.json
-#: (session 8) and, for fact_weight 0.2 and dedup_sim 0.99, benchmarks/coda_signals.py
-#: (session 9, Medical dev, coverage version 2).
+#: top-fraction elimination. The defaults above were chosen on GraphRAG-Bench (dev), both
+#: subsets at once, by offline coverage, the worst cell (subset x {all, Complex
+#: Reasoning}) deciding: benchmarks/results/tuning_coda_gbench_minilm.json (session 10:
+#: graph_weight 0.03 and align_items "all" over 0.01 / "relations"; fact_weight 0.2 and
+#: dedup_sim 0.99 from session 9's benchmarks/coda_signals.py on Medical).
 CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")

@@ -97,7 +97,10 @@ def _csr(arrays, ptr_name: str, idx_name: str, n_rows: int, n_cols: int):
 
 
 def _pair_keys(rows: np.ndarray, cols: np.ndarray, n_cols: int) -> np.ndarray:
-    return np.sort(rows.astype(np.int64) * max(n_cols, 1) + cols)
+    """The sorted keys ``row * n_cols + col`` (sorted already when each row's columns
+    rise, as in a CSR array read row by row: no sort then)."""
+    k = rows.astype(np.int64) * max(n_cols, 1) + cols
+    return k if k.size < 2 or bool(np.all(k[1:] >= k[:-1])) else np.sort(k)
 
 
 def _check_finite(name: str, m: np.ndarray) -> None:
@@ -179,7 +182,8 @@ def _check_graph(arrays, n_c: int, n_v: int, n_e: int, n_g: int, n_inc: int) -> 
 
     nc_ptr, nc_chunks, nc_rows = _csr(arrays, "nc_ptr", "nc_chunks", n_v, n_c)
     _, chunk_nodes, c_rows = _csr(arrays, "chunk_ptr", "chunk_nodes", n_c, n_v)
-    if not np.array_equal(_pair_keys(nc_rows, nc_chunks, n_c), _pair_keys(chunk_nodes, c_rows, n_c)):
+    have = _pair_keys(nc_rows, nc_chunks, n_c)
+    if not np.array_equal(have, _pair_keys(chunk_nodes, c_rows, n_c)):
         raise _Broken("chunk_nodes", "is not the transpose of nc_ptr/nc_chunks")
     if np.any(np.diff(nc_ptr) < 1):
         raise _Broken("nc_ptr", "a state has no chunk")
@@ -189,8 +193,7 @@ def _check_graph(arrays, n_c: int, n_v: int, n_e: int, n_g: int, n_inc: int) -> 
     inner[nc_ptr[:-1][nc_ptr[:-1] < nc_chunks.shape[0]]] = False
     if np.any(np.diff(nc_chunks.astype(np.int64))[inner[1:]] <= 0):
         raise _Broken("nc_chunks", "a state's chunks are not strictly increasing")
-    # every incidence (e, v): e's chunk is one of v's chunks
-    have = _pair_keys(nc_rows, nc_chunks, n_c)
+    # every incidence (e, v): e's chunk is one of v's chunks (``have``: v's chunks)
     want = edge_nodes.astype(np.int64) * max(n_c, 1) + edge_chunk[e_rows]
     pos = np.searchsorted(have, want)
     if want.size and (np.any(pos >= have.size) or np.any(have[np.minimum(pos, have.size - 1)] != want)):

@@ -24,18 +24,26 @@ from numba.core import caching
 
 CACHE = os.environ.get("HYPERRAG_NO_CACHE", "") == "" and not numba.config.BOUNDSCHECK
 _FOLDER = Path(__file__).resolve().parent
+_FOLDER_STR = str(_FOLDER)
 _stamps: dict = {}
 
 
 def folder_stamp(folder: Path = _FOLDER) -> bytes:
     """sha256 over the names and contents of a folder's .py files (memoised on their sizes
-    and mtimes): what every cached kernel of this folder is keyed on."""
-    files = sorted(Path(folder).glob("*.py"))
-    key = (str(folder), *((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    and mtimes): what every cached kernel of this folder is keyed on. This folder's is
+    computed once per process (every kernel asks, as it is defined): the sources the
+    process imported, which are what it compiles."""
+    if folder is _FOLDER:
+        if _FOLDER not in _stamps:
+            _stamps[_FOLDER] = folder_stamp(Path(_FOLDER_STR))
+        return _stamps[_FOLDER]
+    with os.scandir(folder) as it:
+        files = sorted((e.name, e.stat()) for e in it if e.name.endswith(".py") and e.is_file())
+    key = (str(folder), *((n, st.st_size, st.st_mtime_ns) for n, st in files))
     if key not in _stamps:
         h = hashlib.sha256()
-        for f in files:
-            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        for n, _ in files:
+            h.update(n.encode() + b"\0" + (Path(folder) / n).read_bytes() + b"\0")
         _stamps[key] = h.digest()
     return _stamps[key]
 
@@ -49,7 +57,8 @@ def _folder_locator(base):
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if Path(py_file).resolve().parent != _FOLDER:
+            if (os.path.dirname(py_file) != _FOLDER_STR  # the usual case, without syscalls
+                    and Path(py_file).resolve().parent != _FOLDER):
                 return None
             return super().from_function(py_func, py_file)
     Locator.__name__ = Locator.__qualname__ = f"HyperragKernels{base.__name__}"

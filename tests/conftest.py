@@ -41,3 +41,20 @@ def openai_server():
         srv.stop()
     if srv.errors:
         pytest.fail("openai_server responder errors: " + "; ".join(srv.errors))
+
+
+# ------------------------------------------------------------------------------
+# A two-document saved index built through the CLI with the regex extractor and the
+# hashing embedder (fast; the tests copy it before damaging it). One per test module.
+# ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_index(tmp_path_factory) -> Path:
+    from hyperrag_fast.cli import main
+    root = tmp_path_factory.mktemp("tiny_index")
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "ada.md").write_text("# Ada Lovelace\n\nAda Lovelace was the daughter of Lord Byron.")
+    (docs / "byron.md").write_text("# Lord Byron\n\nLord Byron died at Missolonghi in Greece.")
+    assert main(["index", str(docs), str(root / "ix"), "--extractor", "regex", "--embedder",
+                 "hashing", "--quiet"]) == 0
+    return root / "ix"

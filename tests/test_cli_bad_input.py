@@ -40,15 +40,10 @@ def one_line_error(r: subprocess.CompletedProcess, *needles: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def ix(tmp_path_factory):
-    """A small saved index (built in this process: the tests copy it before damaging it)."""
-    root = tmp_path_factory.mktemp("bad_input")
-    docs = root / "docs"
-    docs.mkdir()
-    (docs / "ada.md").write_text("# Ada Lovelace\n\nAda Lovelace was the daughter of Lord Byron.")
-    (docs / "byron.md").write_text("# Lord Byron\n\nLord Byron died at Missolonghi in Greece.")
-    assert main(["index", str(docs), str(root / "ix"), *FAST]) == 0
-    return root / "ix"
+def ix(tiny_index):
+    """A small saved index (conftest.py; built in this process: the tests copy it before
+    damaging it)."""
+    return tiny_index
 
 
 def copy_of(ix: Path, tmp_path: Path) -> Path:
@@ -286,10 +281,13 @@ def test_sigint_exits_130_with_one_line(tmp_path):
     assert not target.exists()  # the interrupted first build left nothing behind
 
 
-def test_closed_pipe_exits_quietly(ix, tmp_path):
+@pytest.mark.parametrize("entry", ["hyperrag_fast.cli", "hyperrag_fast.console"])
+def test_closed_pipe_exits_quietly(ix, tmp_path, entry):
+    """Both entries: ``python -m hyperrag_fast.cli`` and the ``hyperrag`` console script's
+    module (which ends a query process itself, hyperrag_fast.console)."""
     q = tmp_path / "q.txt"
     q.write_text("Lord Byron\n" * 3000)
-    p = subprocess.Popen([sys.executable, "-m", "hyperrag_fast.cli", "query", str(ix),
+    p = subprocess.Popen([sys.executable, "-m", entry, "query", str(ix),
                           "--questions", str(q), "--method", "dense"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline().startswith(b'{"id": 1')

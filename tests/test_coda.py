@@ -459,6 +459,34 @@ def test_fact_weight_adds_the_best_sentence_and_dedup_skips_repeats():
         CodaOptions(fact_weight=-1.0)
 
 
+def test_diversity_is_greedy_marginal_relevance():
+    """``diversity``: each pick maximises score - lam * max(0, cosine with the chosen),
+    checked against a brute-force walk over every candidate."""
+    g = _tiny()
+    q_text = "alpha thing"
+    q = EMB.embed([q_text])[0]
+    texts = ["alpha beta link", "alpha beta link again", "beta gamma link", "delta epsilon",
+             "alpha eta"]
+    cv = np.asarray(EMB.embed(texts), np.float32)
+    o = CodaOptions(k_entry=1, k_entry_relations=0, dense_pool=5, graph_weight=0.0,
+                    lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0, diversity=0.8)
+    r = CodaRetriever(g, chunk_vec=cv).retrieve(q, q_text, 4, o)
+    rel = {c: float(cv[c] @ q) for c in range(5)}
+    chosen: list[int] = []
+    while len(chosen) < 4:
+        def val(c):
+            near = max([float(cv[c] @ cv[d]) for d in chosen], default=0.0)
+            return rel[c] - 0.8 * max(near, 0.0)
+        chosen.append(min((c for c in range(5) if c not in chosen), key=lambda c: (-val(c), c)))
+    assert r.chunk_ids.tolist() == chosen
+    np.testing.assert_allclose(r.scores, [rel[c] for c in chosen], atol=1e-6)
+    plain = CodaRetriever(g, chunk_vec=cv).retrieve(q, q_text, 4, replace(o, diversity=0.0))
+    assert plain.chunk_ids.tolist() == sorted(rel, key=lambda c: (-rel[c], c))[:4]
+    assert chosen != plain.chunk_ids.tolist()  # the near-repeat gave way
+    with pytest.raises(ValueError):
+        CodaOptions(diversity=-0.1)
+
+
 def test_alias_discovery_merges_abbreviations():
     from hyperrag_fast.coda.consolidate import alias_pairs, alias_rows
     got = alias_pairs(["Basal cell carcinoma (BCC) is the most common. BCC grows slowly.",

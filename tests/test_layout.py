@@ -5,6 +5,7 @@ of at most five modules before the kernels, a read side that imports no write si
 from __future__ import annotations
 
 import ast
+import re
 import os
 import subprocess
 import sys
@@ -270,3 +271,34 @@ def test_no_package_file_over_400_lines():
     long = {p.relative_to(root).as_posix(): n for p in files
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
     assert not long, f"split these modules: {long}"
+
+
+_THIN = re.compile(r"^[\s)\]}(\[{,:;.]*$")  # lone punctuation
+_IMPORT = re.compile(r"^(import\s|from\s+\S+\s+import\s)")
+
+
+def _windows(files, n: int = 6) -> dict[tuple[str, ...], tuple[str, int]]:
+    """Every run of ``n`` consecutive lines of ``files`` -> where it first stands (file,
+    line). Lines are compared with white space folded; blank lines, comments, lone
+    punctuation and import lines are passed over (as the ``duplicates`` tool does)."""
+    out: dict[tuple[str, ...], tuple[str, int]] = {}
+    for p in files:
+        kept = [(i, s) for i, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                if (s := " ".join(raw.split())) and not s.startswith("#")
+                and not _THIN.match(s) and not _IMPORT.match(s)]
+        for k in range(len(kept) - n + 1):
+            out.setdefault(tuple(s for _, s in kept[k:k + n]), (p.relative_to(ROOT).as_posix(),
+                                                                 kept[k][0]))
+    return out
+
+
+def test_no_block_of_six_lines_repeated_between_package_and_benchmarks():
+    """Benchmarks import what they measure: no run of six lines of the package (its
+    kernels included) stands again in benchmarks/ (issue 22)."""
+    def py(folder: Path) -> list[Path]:
+        return sorted(Path(d) / f for d, _, fs in os.walk(folder, followlinks=True)
+                      for f in fs if f.endswith(".py"))
+    pkg, bench = _windows(py(PKG)), _windows(py(ROOT / "benchmarks"))
+    assert len(pkg) > 1_000 and len(bench) > 1_000  # both trees were read
+    shared = sorted({(pkg[w], bench[w]) for w in pkg.keys() & bench.keys()})
+    assert not shared, f"blocks of the package repeated in benchmarks/ (first line of each): {shared[:10]}"

@@ -612,10 +612,19 @@ def test_cli_serve_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert cli.main(["serve", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("hyperrag: error: no index directory") and err.count("\n") == 1
-    monkeypatch.setattr(serve, "_NEEDED", ("fastapi", "no_such_module_xyz"))
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # Python's own "cannot be imported"
     assert cli.main(["serve", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
-    assert "the serve extra" in err and 'hyperrag_fast[serve]' in err and err.count("\n") == 1
+    assert "the serve extra (missing: uvicorn)" in err and 'hyperrag_fast[serve]' in err
+    assert err.count("\n") == 1
+
+
+def test_require_names_the_extra_and_each_missing_package():
+    from hyperrag_fast import serve
+    serve.require()  # installed in this environment (the test extra includes serve)
+    with pytest.raises(ImportError, match=r"serve extra \(missing: no_such_module_xyz, "
+                                          r"no_such_module_abc\).*hyperrag_fast\[serve\]"):
+        serve.require(("fastapi", "no_such_module_xyz", "no_such_module_abc"))
 
 
 def test_other_subcommands_never_import_the_serve_package(base_index):

@@ -197,21 +197,29 @@ def csr_of(W):
 
 
 
-def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, pass_min=None, jump=8.0):
+def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, pass_min=None, jump=8.0,
+                    refine=0.125):
     """Plain-Python transcription of ``kernels.ppr_local.local_push_topk``'s schedule (the
     same scaled residual s = r / wsum and the same operations, so the same floats): rounds
     at a threshold eps starting at max s / shrink; a round pushes every node with s > eps,
     FIFO until it has pushed or queued ``pass_min`` nodes, then (every node touched, in id
-    order) in passes over the nodes in id order until none is above eps; with k > 0 it stops after the first round whose top-k
+    order; from the start once every node is touched) in passes over the nodes in id order
+    until none is above eps (a pass that pushed
+    fewer than pass_min / TAIL_DIVISOR nodes hands the rest of its round to a FIFO); with k > 0 it stops after the first round whose top-k
     (by the lower bound x + (1 - d) r) is separated by the widths of :func:`push_bounds`
-    (untouched nodes outside the top taking the largest wsum, as the kernel does), else the
-    next eps is eps / shrink, or rho* (:func:`push_rho_star`) when smaller, but at least
-    eps / jump; down to ``eps_min``. Returns (x, r, eps, pushes, touched, lo) as dense
-    arrays (x: the pushed mass)."""
+    (untouched nodes outside the top taking the largest wsum, as the kernel does), or by
+    the refined bounds of :func:`refine_twin`, else the
+    next eps is eps / shrink, or rho* (:func:`push_rho_star`, or the refined one) when smaller, but at least
+    eps / jump; down to ``eps_min``; ``refine``: the kernel's refinement budget. Returns (x, r, eps, pushes, touched, lo, top, b) with
+    dense x (the pushed mass), r, lo (the returned lower bounds: x + (1 - d) r, refined
+    for the contenders of the last certificate) and b (their widths), and the top-k."""
+    from hyperrag_fast.kernels.ppr_certify import REFINE_CAP, REFINE_DEPTH
+    from hyperrag_fast.kernels.ppr_local import TAIL_DIVISOR
     n = len(wsum)
     pass_min = max(1, int(np.ceil(n * 0.25))) if pass_min is None else pass_min
     x, s = np.zeros(n), np.zeros(n)
     order, seen = [], set()
+    work = [0]
 
     def touch(u):
         if u not in seen:
@@ -221,6 +229,7 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, 
     def push(u):
         su, s[u] = s[u], 0.0
         x[u] += (1.0 - d) * su * wsum[u]
+        work[0] += int(ptr[u + 1] - ptr[u])
         crossed = []
         for kx in range(ptr[u], ptr[u + 1]):
             j = int(nbr[kx])
@@ -242,10 +251,11 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, 
             x[u] += v
     eps = max(max(s, default=0.0) / shrink, eps_min)
     pushes = 0
+    wprev = 0
     while True:
-        queue = deque(u for u in order if s[u] > eps)
+        queue = deque(u for u in order if s[u] > eps) if len(seen) < n else deque([None])
         done = 0
-        while queue and done + len(queue) < pass_min:
+        while queue and queue[0] is not None and done + len(queue) < pass_min:
             u = queue.popleft()
             pushes += 1
             done += 1
@@ -254,20 +264,118 @@ def local_push_twin(ptr, nbr, w, wsum, seeds, vals, d, eps_min, shrink, k, sym, 
             for u in range(n):  # global: every node joins the touched list
                 touch(u)
             while np.any(s > eps):
+                npass = 0
                 for u in range(n):
                     if s[u] > eps:
-                        pushes += 1
+                        npass += 1
                         push(u)
+                pushes += npass
+                if np.any(s > eps) and npass < pass_min // TAIL_DIVISOR:  # the rest FIFO
+                    queue = deque(u for u in range(n) if s[u] > eps)
+                    while queue:
+                        u = queue.popleft()
+                        pushes += 1
+                        queue.extend(push(u))
         r = s * wsum
         lo = x + (1.0 - d) * s * wsum  # the kernel's rounding
-        if (k > 0 and top_certified(lo, _kernel_bounds(r, wsum, d, sym, seen, lo, k), k)) or eps <= eps_min:
-            return x, r, eps, pushes, np.array(order, dtype=np.int64), lo
+        b = _kernel_bounds(r, wsum, d, sym, seen, lo, k) if k > 0 else push_bounds(r, wsum, d, sym) * (1 + 1e-9) + 1e-12
+        top = sorted(range(n), key=lambda i: (-lo[i], i))[:k]
+        cert, rstar = False, 0.0
+        if k > 0:
+            cert = top_certified(lo, b, k)
+            rstar = push_rho_star(lo, wsum, d, k, seen) if sym else 0.0
+            rho = max((s[u] for u in seen), default=0.0)
+            untouched_out = any(i not in seen for i in range(n) if i not in top)
+            b_un = float(b[[i for i in range(n) if i not in seen][0]]) if untouched_out else -1.0
+            if (not cert and sym and d > 0 and b_un < lo[top[-1]] and all(u in seen for u in top)):
+                ref = refine_twin(ptr, nbr, w, wsum, s, lo, b, top, seen, d, rho, refine * (work[0] - wprev),
+                                  REFINE_CAP, REFINE_DEPTH)
+                if ref is not None:
+                    cert, rstar, top, cont = ref
+                    lo, b = lo.copy(), b.copy()
+                    for u, (lv, bv) in cont.items():
+                        lo[u], b[u] = lv, bv
+            wprev = work[0]
+        if cert or eps <= eps_min:
+            return x, r, eps, pushes, np.array(order, dtype=np.int64), lo, top, b
         nxt = eps / shrink
         if k > 0 and sym:
-            rstar = push_rho_star(lo, wsum, d, k, seen)
             if 0 < rstar < nxt:
                 nxt = max(rstar, eps / jump)
         eps = max(nxt, eps_min)
+
+
+def refine_twin(ptr, nbr, w, wsum, s, lo, b, top, seen, d, rho, allowed, cap, max_depth):
+    """The refined certificate (docs/architecture.md §4, "Refined bounds") written from its
+    definition: contenders = the top and the touched nodes whose plain upper bound reaches
+    the k-th lower bound; each whose plain interval overlaps another contender's (one of
+    the two in the top) gets [lo + A, lo + A + d^L wsum rho] with
+    A = sum_{t=1}^{L-1} (1 - d) d^t (P^t r)(v) summed over the paths of its neighbourhood,
+    L the deepest with refined contenders * mean degree^(L - 1) <= ``allowed``. Returns None when
+    not refined, else (certified, rho*, top, {contender: (lower bound, width)})."""
+    k = len(top)
+    n = len(wsum)
+    lk = lo[top[-1]]
+    rest = [u for u in sorted(seen) if u not in top and lo[u] + b[u] >= lk]
+    cont = list(top) + rest
+    if len(cont) > cap:
+        return None
+    topset = set(top)
+    need = [u for u in cont if any(q != u and (u in topset or q in topset)
+                                   and not (lo[u] > lo[q] + b[q] or lo[q] > lo[u] + b[u]) for q in cont)]
+    avgdeg = ptr[n] / n
+    depth = max_depth
+    while depth > 1:
+        cost = float(len(need))
+        for _ in range(depth - 1):
+            cost *= avgdeg
+        if cost <= allowed:
+            break
+        depth -= 1
+    if depth < 2:
+        return None
+    dl = 1.0
+    for _ in range(depth):
+        dl *= d
+    wn = np.array([w[a] / wsum[nbr[a]] if wsum[nbr[a]] > 0 else -w[a] for a in range(len(nbr))])
+
+    def paths(v, level):  # sum over paths v -> j of P[v, j] (r(j) + d * paths(j, level - 1))
+        acc = 0.0
+        for a in range(ptr[v], ptr[v + 1]):
+            if not wn[a] > 0:
+                continue
+            j = int(nbr[a])
+            inner = s[j] * wsum[j]
+            if level > 1:
+                inner += d * paths(j, level - 1)
+            acc += wn[a] * inner
+        return acc
+
+    c = 1.0 - d
+    val = {u: (lo[u], b[u]) for u in cont}
+    fac = {u: d for u in cont}
+    for u in need:
+        val[u] = (lo[u] + c * d * paths(u, depth - 1), (dl * wsum[u] * rho) * (1.0 + 1e-9) + 1e-12)
+        fac[u] = dl
+    ranked = sorted(cont, key=lambda u: (-val[u][0], u))
+    ok = all(val[ranked[j]][0] > max(val[v][0] + val[v][1] for v in ranked[j + 1:]) for j in range(k)
+             if ranked[j + 1:])
+    best = np.inf
+
+    def gap(above, below, dw):
+        nonlocal best
+        if dw <= 0:
+            return
+        best = 0.0 if not above > below else min(best, (above - below) / dw)
+
+    for j in range(len(ranked) - 1, -1, -1):
+        v = ranked[j]
+        if j >= k:
+            gap(val[ranked[k - 1]][0], val[v][0], fac[v] * wsum[v])
+        else:
+            for i in range(j):
+                gap(val[ranked[i]][0], val[v][0], fac[v] * wsum[v])
+    return ok, (best if best < np.inf else 0.0), ranked[:k], val
 
 
 def push_rho_star(lo, wsum, d, k, seen):

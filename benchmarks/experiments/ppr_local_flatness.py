@@ -5,7 +5,7 @@ within 2x from 100k to 1M chunks.) Separates the kernel from the dense-prior int
 
 Same graphs and 300-chunk prior as ``bench_ppr.py``. Per size and damping, at threshold
 ``--eps``: ``LocalPush.approx(p)`` (dense prior: its nonzeros are found inside the call,
-O(n)), ``LocalPush.topk_sparse(ids, vals, k=0)`` (the prior's nonzeros given: only the
+O(n)), ``LocalPush.approx_sparse(ids, vals)`` (the prior's nonzeros given: only the
 push), and ``np.flatnonzero(p)`` alone; wall and process-CPU medians of ``--repeats``
 calls, pushes and touched nodes. Writes ``experiments/results/local_push/flatness.json``.
 """
@@ -60,7 +60,7 @@ def main():
         row["flatnonzero_ms"], row["flatnonzero_cpu_ms"] = fw, fc
         for D in a.dampings:
             dw, dc, r1 = timed(lambda: lp.approx(p, D, a.eps), a.repeats)
-            sw, sc, r2 = timed(lambda: lp.topk_sparse(ids, vals, D, 0, a.eps), a.repeats)
+            sw, sc, r2 = timed(lambda: lp.approx_sparse(ids, vals, D, a.eps), a.repeats)
             assert r1.pushes == r2.pushes
             row["by_damping"][f"{D:g}"] = {"dense_prior_ms": dw, "dense_prior_cpu_ms": dc,
                                            "sparse_prior_ms": sw, "sparse_prior_cpu_ms": sc,

@@ -33,7 +33,10 @@ Candidates: the kept items' chunks and the ``dense_pool`` nearest chunks.
 ``fact_weight`` adds ``fact_weight * max sim(q, s)`` over the chunk's sentences ``s``
 (the index's sentence vectors: a chunk vector of a 1,200-character passage is cut at the
 embedder's window, a sentence is not). ``dedup_sim``: a candidate whose cosine with a
-chosen chunk exceeds it is skipped (the same text repeated in a corpus).
+chosen chunk exceeds it is skipped (the same text repeated in a corpus). ``diversity``
+(maximal marginal relevance): chunks are chosen one at a time by score minus
+``diversity`` x their largest cosine (floored at 0) with a chunk already chosen, so a
+passage repeating the evidence of a chosen one gives way to one carrying other evidence.
 """
 from __future__ import annotations
 
@@ -73,6 +76,28 @@ def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
             chosen.append(int(j))
             if len(chosen) == top_k:
                 break
+    return np.asarray(chosen, np.int64)
+
+
+def _mmr(chunk_vec, ids, score, top_k, lam, limit) -> np.ndarray:
+    """Greedy maximal marginal relevance over candidate positions: each step takes the
+    best ``score - lam * max(0, max cosine with the chosen)`` (ties by chunk id),
+    skipping a candidate above ``limit`` (when > 0); up to ``top_k`` positions."""
+    v = chunk_vec[ids]
+    sim = (v @ v.T).astype(np.float64)
+    near = np.zeros(ids.size)
+    free = np.ones(ids.size, bool)
+    chosen: list[int] = []
+    while len(chosen) < min(top_k, ids.size):
+        val = score - lam * np.maximum(near, 0.0)
+        ok = free & ((near <= limit) if limit > 0 and chosen else True)
+        if not ok.any():
+            break
+        cand = np.flatnonzero(ok)
+        j = int(cand[np.lexsort((ids[cand], -val[cand]))[0]])
+        chosen.append(j)
+        free[j] = False
+        near = np.maximum(near, sim[:, j])
     return np.asarray(chosen, np.int64)
 
 
@@ -281,7 +306,9 @@ class CodaRetriever:
             np.maximum.at(best, self.sent_chunk, (self.sent_vec @ q).astype(np.float64))
             score = score + o.fact_weight * best[ids]
         o_ = np.lexsort((ids, -score))
-        if o.dedup_sim > 0 and self.chunk_vec is not None:
+        if o.diversity > 0 and self.chunk_vec is not None:
+            o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
+        elif o.dedup_sim > 0 and self.chunk_vec is not None:
             o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)
         o_ = o_[:top_k]
         return ids[o_].astype(np.int64), score[o_]

@@ -250,6 +250,9 @@ def evaluate_gbench(datasets: Sequence[str], methods: Sequence[str], index_dir=N
         if judge is not None:
             for m in methods:
                 r["methods"][m].update(judge.score(r["questions"], r["contexts"][m]))
+        run = {k: out[k] for k in ("command", "git_commit", "git_dirty", "timestamp")}
+        for m in methods:  # rows of several runs merge: each row says which run made it
+            r["methods"][m]["run"] = run
         out["subsets"][sub] = r["methods"]
         if dump and out_dir is not None:
             write_contexts(Path(out_dir) / Path(out_name).stem, sub, r)

@@ -9,14 +9,17 @@ package file imports nothing heavy: :func:`require` checks the ``serve`` extra f
 from __future__ import annotations
 
 import importlib.util
+from typing import Sequence
 
 EXTRA = "serve"
-_NEEDED = ("fastapi", "uvicorn", "prometheus_client")
+NEEDED = ("fastapi", "uvicorn", "prometheus_client")  #: what the extra installs
 
 
-def require() -> None:
-    """ImportError naming the ``serve`` extra unless its packages are installed."""
-    missing = [m for m in _NEEDED if importlib.util.find_spec(m) is None]
+def require(needed: Sequence[str] = NEEDED) -> None:
+    """ImportError naming the ``serve`` extra unless the packages ``needed`` (the extra's)
+    can be imported (``importlib.util.find_spec``: a package set to None in
+    ``sys.modules`` counts as missing, as ``import`` treats it)."""
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
     if missing:
         raise ImportError(f"hyperrag serve needs the {EXTRA} extra (missing: "
                           f"{', '.join(missing)}): pip install \"hyperrag_fast[{EXTRA}]\"")

@@ -1,0 +1,94 @@
+"""The ``hyperrag`` console entry of a one-shot query (``hyperrag_fast.console``,
+``hyperrag_fast.lean``; docs/architecture.md §3, "Cold start"): the same answer as the
+CLI in-process, NumPy's BLAS on one thread, Numba's cached kernels loaded without its
+compile registries, SciPy and PyYAML never imported, and the process ended (atexit
+handlers run) once its output is flushed (a closed pipe: tests/test_cli_bad_input.py). The regex extractor and hashing embedder keep
+it fast."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hyperrag_fast.cli import main
+
+# the child reports from an atexit handler: the console's own ending must run those
+REPORT = """
+import atexit, json, os, sys
+def report():
+    from numba.core import caching
+    sys.stderr.write("REPORT " + json.dumps({
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "lean_loads": bool(getattr(caching.Cache.load_overload, "lean", False)),
+        "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath") if m in sys.modules),
+    }) + "\\n")
+atexit.register(report)
+sys.argv = ["hyperrag", *sys.argv[1:]]
+from hyperrag_fast.console import run
+run()
+raise SystemExit("run() returned: the query process was not ended")
+"""
+
+
+@pytest.fixture(scope="module")
+def ix(tiny_index):
+    return tiny_index
+
+
+def console(*argv, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    return subprocess.run([sys.executable, "-c", REPORT, *map(str, argv)], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def _report(r: subprocess.CompletedProcess) -> dict:
+    line = [ln for ln in r.stderr.splitlines() if ln.startswith("REPORT ")]
+    assert len(line) == 1, r.stderr[-2000:]
+    return json.loads(line[0][len("REPORT "):])
+
+
+def test_a_console_query_answers_as_the_cli_and_ends_lean(ix, capsys):
+    assert main(["query", str(ix), "Where did Lord Byron die?", "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    r = console("query", ix, "Where did Lord Byron die?", "--json",
+                env={"OPENBLAS_NUM_THREADS": None})
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert [(c["chunk_id"], c["score"]) for c in got["chunks"]] == \
+        [(c["chunk_id"], c["score"]) for c in want["chunks"]] and want["chunks"]
+    assert _report(r) == {"blas_threads": "1", "lean_loads": True, "imported": []}
+
+
+def test_a_blas_thread_count_the_user_set_is_kept(ix):
+    r = console("query", ix, "Lord Byron", "--json", env={"OPENBLAS_NUM_THREADS": "2"})
+    assert r.returncode == 0 and _report(r)["blas_threads"] == "2", r.stderr[-2000:]
+
+
+def test_a_failed_console_query_is_one_line_and_status_2(tmp_path):
+    r = console("query", tmp_path / "missing", "Lord Byron")
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("REPORT ")]
+    assert r.returncode == 2 and lines == [f"hyperrag: error: no index directory at "
+                                           f"{tmp_path / 'missing'}"], r.stderr[-2000:]
+    _report(r)  # the atexit handlers ran
+
+
+def test_the_lean_trims_install_on_this_numba():
+    """A Numba without the private method the cache-load trim calls would quietly load
+    slower (lean.lean_cache_loads returns False): this says so instead."""
+    code = ("import sys; from hyperrag_fast import lean; lean.import_numba(); "
+            "print(sorted(m for m in ('scipy', 'yaml') if m in sys.modules), "
+            "lean.lean_cache_loads()); import yaml, scipy; print('later imports work')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines() == ["[] True", "later imports work"]
+
+
+def test_numba_keeps_reading_a_config_file_in_the_working_directory(tmp_path):
+    (tmp_path / ".numba_config.yaml").write_text("debug_cache: 0\n")
+    code = "import sys; from hyperrag_fast import lean; lean.import_numba(); print('yaml' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr[-2000:]
