@@ -123,7 +123,6 @@ class LocalPush:
                                        float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k),
                                        self.pass_min, REFINE_BUDGET, *self._scratch()))
 
-
     def approx_sparse(self, ids, vals, d: float, eps: float) -> PushResult:
         """:meth:`approx` from the prior's nonzeros (distinct ``ids``, values ``vals`` >= 0):
         no read of a dense prior, so the call costs only what the push touches."""

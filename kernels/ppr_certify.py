@@ -267,6 +267,20 @@ def _expand(ptr, nbr, wn, s, wsum, d, v, depth):
 
 
 @jit
+def _residual(s, wsum, touched, nt):
+    """(R, rho): the residual mass sum r = sum s wsum and max s over the touched nodes."""
+    rsum = 0.0
+    rho = 0.0
+    for t in range(nt):
+        u = touched[t]
+        su = s[u]
+        rsum += su * wsum[u]
+        if su > rho:
+            rho = su
+    return rsum, rho
+
+
+@jit
 def _rstar(rstar, above, below, dw):
     """min(rstar, the rho at which d wsum rho = above - below); 0 when below >= above; a
     node of width 0 (dw = 0) asks nothing."""

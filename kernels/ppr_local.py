@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
-from .ppr_certify import REFINE_CAP, REFINE_DEPTH, SLACK, TOUCHED, _bound, _certify  # noqa: F401
+from .ppr_certify import REFINE_CAP, REFINE_DEPTH, SLACK, TOUCHED, _bound, _certify, _residual  # noqa: F401
 
 #: a round that pushes or queues at least this share of the nodes runs as node-order
 #: passes (measured: docs/architecture.md §4)
@@ -85,10 +85,13 @@ def local_push_topk(ptr, nbr, wn, wsum, wmax, sym, seeds, seed_val, d, eps0, eps
     Residuals are kept scaled, s(u) = r(u) / wsum(u), so a push reads no degree per arc;
     a dangling node absorbs what it receives at once. ``eps0``: first threshold (<= 0: the
     largest seed ratio r / wsum, over ``shrink``); ``k`` 0: push down to ``eps_min`` by
-    ``shrink`` (approximate mode, no certificate). Rounds, passes and the threshold
-    schedule: module docstring.
+    ``shrink`` (approximate mode, no certificate). ``refine``: the share of the arcs pushed
+    since the last certificate that its refinement may read (0: plain bounds only; the
+    wrappers pass REFINE_BUDGET). Rounds, passes and the threshold schedule: module
+    docstring.
     Returns (ids, xs, bs, b_rest, top, certified, eps, pushes, R, rho): the touched nodes
-    in touch order with their lower bounds xs (pushed mass plus (1 - d) r) and widths bs,
+    in touch order with their lower bounds xs (pushed mass plus (1 - d) r; the refined
+    ones for the contenders of the last certificate) and widths bs,
     the width b_rest of every untouched node (lower bound 0), the top-k of the lower bounds
     (ties by lower id, padded with untouched nodes), whether its order is certified, the
     last threshold, the number of pushes, R and rho.
@@ -208,14 +211,7 @@ def _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, p
             if sym and rstar > 0.0 and rstar < nxt:
                 nxt = max(rstar, eps / jump)
         elif last:
-            rsum = 0.0
-            rho = 0.0
-            for t in range(nt):
-                u = touched[t]
-                su = s[u]
-                rsum += su * wsum[u]
-                if su > rho:
-                    rho = su
+            rsum, rho = _residual(s, wsum, touched, nt)
         if certified or last:
             break
         eps = max(nxt, eps_min)
