@@ -209,10 +209,8 @@ class HybridOptions:
             raise ValueError("title_top must be >= 0")
         if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1 or self.hop_bridge_chunks < 1:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
-        if self.title_max < 0:
-            raise ValueError("title_max must be >= 0")
-        if not self.hop_idf >= 0:
-            raise ValueError("hop_idf must be >= 0")
+        if self.title_max < 0 or not self.hop_idf >= 0:
+            raise ValueError("title_max and hop_idf must be >= 0")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
