@@ -43,7 +43,8 @@ _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weig
 _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25_weight=0.0,
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
-                     hop_titles=False, rank_weights=(), title_top=0, graph_gate=False)
+                     hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
+                     hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -141,6 +142,14 @@ class HybridOptions:
     become seeds (A(v) >= hop_value x weight) and STITCH runs again on the same
     candidates. hop_weight "uniform" = 1; "sim" = max(0, sim(q, v)) / max over the hop
     chunk's states, so the name in the sentence the question asks about weighs most.
+    hop_idf > 0 (ours, issue 21): a second-round seed of a group of n_g chunks (of N_C) is
+    scaled by (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf (a name of many chunks lifts less).
+    hop_bridge > 0 (ours, issue 21): the second round's candidates also hold the chunks
+    of the bridge names of the first round's ``hop_bridge_chunks`` top chunks — a chunk's
+    name groups that neither the question nor its own title names, spanning at most
+    ``hop_bridge_max`` chunks — each
+    with the prior term hop_bridge x (the group's weight, as ``hop_idf``'s with exponent 1
+    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -155,6 +164,11 @@ class HybridOptions:
     per-chunk features x (``methods.stitch.FEATURES``: prior and PPR shares and ranks,
     dense rank, similarity, STIBP score, BM25 and title terms), weights
     ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
+
+    title_max > 0 (ours, issue 21 item 3): in the final ranking of C_q, a chunk whose page
+    (title) already has ``title_max`` chunks ranked above it moves after every chunk that
+    does not (order kept within both parts): a page of many paragraphs lifts the ones
+    that answer, not all of them. 0 = off; a corpus of unique titles is unchanged.
 
     graph_gate (ours, off): without ``rank_weights``, C_q is ranked by
     (1 - g) prior / max(prior) + g pi / max(pi) with a per-query graph weight
@@ -180,14 +194,23 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -1.819011, -20.043877, 21.183009, 12.882177, -0.235017, 1.516375, 3.35763, 0.706335,
-        0.229618, 0.889873)
+        -2.429927, -1.936025, 16.573811, 12.590914, -0.199392, 1.474993, 2.705247, -11.790694,
+        -0.016858, 0.244379)
     title_top: int = 0
     graph_gate: bool = False
+    hop_idf: float = 0.0
+    title_max: int = 0
+    hop_bridge: float = 1.0
+    hop_bridge_max: float = 20
+    hop_bridge_chunks: int = 1
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
             raise ValueError("title_top must be >= 0")
+        if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1 or self.hop_bridge_chunks < 1:
+            raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
+        if self.title_max < 0 or not self.hop_idf >= 0:
+            raise ValueError("title_max and hop_idf must be >= 0")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
@@ -283,6 +306,11 @@ PAPER_HYBRID = HybridOptions.paper()
 #: delta .8 -> .85 and the calibrated final ranking (``rank_weights``, trained on the
 #: three families): R@5 2Wiki dev .912 -> .915, HotpotQA .900 -> .920, MuSiQue dev .690
 #: -> .705; 2Wiki test (never searched) .901 -> .902.
+#: Issue 21, session 10: the bridge names of the first hop (``hop_bridge`` 1: the top
+#: chunk's names the question does not name re-enter the second round's candidates) and
+#: the ranker retrained with it (the search's ranker stage retrains it for every damping x
+#: bridge weight; d .2 kept): worst-family lift .135 -> .138 (HotpotQA), R@5 2Wiki dev .915
+#: -> .927, HotpotQA .920 -> .935, MuSiQue dev .705 -> .728; 2Wiki test .902 -> .908.
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
@@ -344,17 +372,16 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: by the worst family's lift over dense (its tuning file is named beside each preset).
 #: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
 #: bge-small: ``benchmarks/experiments/results/quality_search/quality_search_bge.{md,json}``
-#: (the same search and rule as MiniLM's, on all three dev families: 2Wiki dev, the HotpotQA
-#: sample, MuSiQue dev; 145 settings). Against bge's dense, PPR never earned its place
-#: (damping 0: C_q ranked without the chunk graph), delta .75, the named-title term 1, and
-#: the calibrated ranker (weights trained on the three families, ``train_ranker.py``)
-#: orders C_q. R@5 2Wiki dev .894 -> .919, HotpotQA .945 -> .940, MuSiQue dev .688 ->
-#: .687 against the earlier two-family preset; 2Wiki test (never searched) .886 -> .905.
+#: (the same search and rule as MiniLM's on the three dev families): delta .75, the
+#: named-title term 1, the bridge names of the first hop (``hop_bridge`` 3) and the ranker
+#: retrained with PPR on (d .2; the search's ranker stage retrains it per damping, which
+#: the earlier preset's order never reached: it had PPR off). R@5 2Wiki dev .919 -> .917,
+#: HotpotQA .940 -> .965, MuSiQue dev .687 -> .717; 2Wiki test (never searched) .905.
 TUNED_BGE = QueryOptions(
-    stitch=TUNED_STITCH.replace(delta=0.75, damping=0.0, ppr="none"),
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(
-        -0.362913, -4.952219, -4.952219, 6.855435, 6.855435, 1.754925, 10.580825, 9.492427,
-        0.607257, -0.722727)))
+    stitch=TUNED_STITCH.replace(delta=0.75),
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, hop_bridge=3.0, rank_weights=(
+        -1.115958, -4.619566, 9.652226, 4.203519, 2.501423, 2.467958, 9.427345, -0.368074,
+        0.576679, -0.734945)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

@@ -44,6 +44,7 @@ class TitleLookup:
         self._titles = titles
         self._first: dict[str, int] | None = None  # key -> its first chunk
         self._more: dict[str, list[int]] = {}  # key -> every chunk, for keys of several
+        self._page: np.ndarray | None = None  # chunk -> its title's first chunk (-1: none)
         self._max_words = 0
         self._lock = threading.Lock()
 
@@ -53,17 +54,33 @@ class TitleLookup:
         with self._lock:
             if self._first is None:
                 first: dict[str, int] = {}
+                page: list[int] = []
                 for c, t in enumerate(self._titles()):
                     key = normalize_name(t) if t else ""
                     if not key:
+                        page.append(-1)
                         continue
                     if key in first:
                         self._more.setdefault(key, [first[key]]).append(c)
                     else:
                         first[key] = c
+                    page.append(first[key])
+                self._page = np.asarray(page, np.int64)
+                self._keys = {c: k for k, c in first.items()}
                 self._max_words = max((k.count(" ") + 1 for k in first), default=0)
                 self._first = first
         return self._first
+
+    def page_key(self, c: int) -> str:
+        """The name key of chunk ``c``'s title ("" for none)."""
+        p = int(self.pages()[c])
+        return self._keys[p] if p >= 0 else ""
+
+    def pages(self) -> np.ndarray:
+        """Per chunk, the first chunk of its title (its page's id; -1 for a chunk with no
+        title): chunks of one page share it."""
+        self._table()
+        return self._page
 
     def keys(self):
         """The name keys of the chunk titles (a read-only view: ``key in keys()``)."""

@@ -40,7 +40,8 @@ QUESTIONS = ["Who directed Film 2?", "Where was the spouse of Olga Brenn born?",
 def test_ppr_share_weights_reproduce_the_ppr_ranking(small):
     """Weights on the PPR share alone rank as the kernel does (by pi), on a real index."""
     ix, r = small
-    base = replace(TUNED, k_chunks=12, stitch=TUNED.stitch.replace(top_k=6))
+    base = replace(TUNED, k_chunks=12, stitch=TUNED.stitch.replace(top_k=6),
+                   hybrid=replace(TUNED.hybrid, rank_weights=()))  # the kernel's order
     fused = replace(base, hybrid=replace(base.hybrid, rank_weights=_weights("ppr")))
     for q in QUESTIONS:
         a = r.retrieve(q, base, detail=True)

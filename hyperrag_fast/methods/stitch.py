@@ -9,6 +9,7 @@ docs/architecture.md §4-§5.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -62,12 +63,22 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     t0 = time.perf_counter()
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
-    if hybrid.hop_chunks > 0:
-        top = r.chunk_ids[:hybrid.hop_chunks]
-        if hybrid.hop_titles and named.size:
-            top = np.unique(np.concatenate([top, named]))
-        hop, hop_v = hop_seeds(eng, q, top, seeds, hybrid)
-        if hop.size:
+    bridged = False
+    for t in r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist():
+        b_c, b_v = bridge_chunks(eng, q, t, _named_groups(state.lookups[key], text, t),
+                                 hybrid.hop_bridge_max)  # the first round's top chunks' new names
+        if b_c.size:
+            c0 = np.concatenate([c0, b_c])
+            bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
+            bridged = True
+    if hybrid.hop_chunks > 0 or bridged:
+        hop, hop_v = np.empty(0, np.int64), np.empty(0)
+        if hybrid.hop_chunks > 0:
+            top = r.chunk_ids[:hybrid.hop_chunks]
+            if hybrid.hop_titles and named.size:
+                top = np.unique(np.concatenate([top, named]))
+            hop, hop_v = hop_seeds(eng, q, top, seeds, hybrid)
+        if hop.size or bridged:
             seeds = np.concatenate([seeds, hop])
             values = np.concatenate([np.full(seeds.shape[0] - hop.shape[0], hybrid.seed_value),
                                      hop_v])
@@ -81,6 +92,10 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
             ids, scores = fused_top(r.cq, X, hybrid.rank_weights, stitch.top_k)
     if hybrid.graph_gate and not hybrid.rank_weights:
         ids, scores = gated_top(r.cq, r.cq_prior, r.cq_pi, stitch.top_k)
+    if hybrid.title_max > 0:
+        ranked, s_all = _final_order(r, X, hybrid)
+        ids, scores = page_capped(ranked, s_all, state.lookups[key].titles.pages(),
+                                  hybrid.title_max, stitch.top_k)
     graph_ms = _ms(t0)
     d = None
     if detail:
@@ -138,6 +153,60 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
         _lookup(cq, t_ids, t_s)])
 
 
+def _named_groups(lk, text: str, t: int) -> np.ndarray:
+    """The name groups the question names (any n-gram) and the group of chunk ``t``'s own
+    title: a bridge is a name the first hop adds (``hop_bridge``)."""
+    keys = lk.ngram_keys(text, min_n=1)
+    if lk.titles is not None:
+        keys.append(lk.titles.page_key(t))
+    return np.asarray(lk.groups_of_keys(keys), np.int64)
+
+
+def bridge_groups(eng, q: np.ndarray, t: int, named: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bridge names of chunk ``t`` (``HybridOptions.hop_bridge``): its name groups g
+    not in ``named``, each weighted w_g ln(1 + N_C / n_g) / ln(1 + N_C) (n_g: the group's
+    chunks; w_g: max(0, sim(q, v)) of g's best state in ``t`` over ``t``'s best state, the
+    ``hop_weight="sim"`` rule), as (groups ascending, weights)."""
+    g = eng.graph
+    t_nodes = g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]
+    t_groups = g.node_group[t_nodes]
+    keep = ~np.isin(t_groups, named)
+    if not keep.any():
+        return np.empty(0, np.int64), np.empty(0)
+    sim = np.maximum((eng.node_vec[t_nodes].astype(np.float64) * q).sum(axis=1), 0.0)
+    sim = sim / sim.max() if sim.max() > 0 else np.ones_like(sim)
+    gk, sk = t_groups[keep].astype(np.int64), sim[keep]
+    n = float(g.n_chunks)
+    w = sk * np.log1p(n / np.maximum(g.group_chunks[gk], 1)) / math.log1p(n)
+    grp = np.unique(gk)
+    best = np.zeros(grp.shape[0])
+    np.maximum.at(best, np.searchsorted(grp, gk), w)
+    return grp, best
+
+
+def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``HybridOptions.hop_bridge``'s candidates: the chunks (other than ``t``) of the
+    bridge groups of chunk ``t`` (:func:`bridge_groups`) spanning at most ``max_group``
+    chunks, each with its group's weight x max(0, sim(q, c)) (the largest over its groups;
+    a chunk whose weight is 0 is left out)."""
+    g = eng.graph
+    grp, wg = bridge_groups(eng, q, t, named)
+    ok = g.group_chunks[grp] <= max_group
+    out: dict[int, float] = {}
+    for x, w in zip(grp[ok].tolist(), wg[ok].tolist()):
+        nodes = g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
+        cs = np.unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
+        cs = cs[cs != t]
+        if not cs.size:
+            continue
+        sim = np.maximum((eng.chunk_vec[cs].astype(np.float64) * q).sum(axis=1), 0.0)
+        for c, v in zip(cs.tolist(), (w * sim).tolist()):
+            if v > out.get(c, 0.0):
+                out[c] = v
+    return np.asarray(list(out), np.int64), np.asarray(list(out.values()), np.float64)
+
+
 def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
               top_k: int) -> tuple[np.ndarray, np.ndarray]:
     """Top-k C_q chunks by bias + X @ w (stable: ties keep C_q order)."""
@@ -145,6 +214,35 @@ def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
     s = X @ w[1:] + w[0]
     order = np.argsort(-s, kind="stable")[:top_k]
     return cq[order].astype(np.int64), s[order]
+
+
+def _final_order(r, X, hybrid: HybridOptions) -> tuple[np.ndarray, np.ndarray]:
+    """Every C_q chunk in the final order (the ranker's, the gate's or PPR's) with its score."""
+    n = r.cq.shape[0]
+    if hybrid.rank_weights:
+        return fused_top(r.cq, X, hybrid.rank_weights, n)
+    if hybrid.graph_gate:
+        return gated_top(r.cq, r.cq_prior, r.cq_pi, n)
+    pi = np.asarray(r.cq_pi, np.float64)
+    order = np.argsort(-pi, kind="stable")
+    return np.asarray(r.cq, np.int64)[order], pi[order]
+
+
+def page_capped(ranked: np.ndarray, scores: np.ndarray, pages: np.ndarray, cap: int,
+                top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top-k of ``ranked`` (best first) once every chunk whose page already has ``cap``
+    chunks above it moves after the others, order kept within both parts
+    (``HybridOptions.title_max``); ``pages[c]`` = chunk c's page id (-1: no title)."""
+    seen: dict[int, int] = {}
+    keep, later = [], []
+    for i, c in enumerate(ranked.tolist()):
+        p = int(pages[c])
+        n = seen.get(p, 0) if p >= 0 else 0
+        (keep if n < cap else later).append(i)
+        if p >= 0:
+            seen[p] = n + 1
+    order = np.asarray(keep + later, np.int64)[:top_k]
+    return ranked[order].astype(np.int64), np.asarray(scores, np.float64)[order]
 
 
 def graph_weight(prior: np.ndarray) -> float:
@@ -207,6 +305,10 @@ def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,
     for grp, x in zip(groups.tolist(), w.tolist()):
         if g.group_chunks[grp] <= hybrid.hop_max_group and x > best.get(grp, 0.0):
             best[grp] = x
+    if hybrid.hop_idf > 0:  # a name of many chunks lifts each less (HybridOptions.hop_idf)
+        n = float(g.n_chunks)
+        best = {grp: x * (math.log1p(n / float(g.group_chunks[grp])) / math.log1p(n)) ** hybrid.hop_idf
+                for grp, x in best.items()}
     seeded = set(seeds.tolist())
     out_n, out_v = [], []
     for grp, x in best.items():

@@ -1,0 +1,130 @@
+"""The first hop's bridge names (HybridOptions.hop_bridge), the second round's IDF weight
+(hop_idf) and the per-page cap (title_max) against literal twins; off = unchanged."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hyperrag_fast.config import TUNED, HybridOptions
+from hyperrag_fast.lexical import TitleLookup
+from hyperrag_fast.methods.stitch import bridge_chunks, hop_seeds, page_capped
+
+from test_hop_seeds import NAMES, _engine, chunk_st
+
+
+def _bridge_twin(eng, q, t, named, max_group):
+    """Every chunk other than t holding a name of t that is not named, weighted as the
+    docstring says (a weight of 0 adds no candidate), one loop per definition."""
+    g = eng.graph
+    n = g.n_chunks
+    t_nodes = [v for v in range(g.n_nodes) if g.node_chunk[v] == t]
+    if not t_nodes:
+        return {}
+    sims = {v: max(float(eng.node_vec[v].astype(np.float64) @ q), 0.0) for v in t_nodes}
+    top = max(sims.values())
+    w = {}
+    for v in t_nodes:
+        grp = int(g.node_group[v])
+        if grp in set(named):
+            continue
+        x = (sims[v] / top if top > 0 else 1.0) * math.log1p(n / g.group_chunks[grp]) / math.log1p(n)
+        w[grp] = max(w.get(grp, 0.0), x)
+    out = {}
+    for grp, x in w.items():
+        if g.group_chunks[grp] > max_group:
+            continue
+        cs = sorted({int(g.node_chunk[v]) for v in range(g.n_nodes) if g.node_group[v] == grp} - {t})
+        if not cs:
+            continue
+        s = {c: max(float(eng.chunk_vec[c].astype(np.float64) @ q), 0.0) for c in cs}
+        for c in cs:
+            v = x * s[c]
+            if v > 0:  # a zero prior term adds nothing: not a candidate
+                out[c] = max(out.get(c, 0.0), v)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(chunk_st, st.integers(0, 4), st.lists(st.integers(0, 4), max_size=3), st.sampled_from([1, 2, 20]))
+def test_bridge_chunks_match_twin(chunks, t, named, max_group):
+    eng, q = _engine(chunks)
+    t = t % eng.graph.n_chunks
+    named = np.asarray(sorted({x % max(eng.graph.n_groups, 1) for x in named}), np.int64)
+    ids, vals = bridge_chunks(eng, q.astype(np.float64), t, named, max_group)
+    got = dict(zip(ids.tolist(), vals.tolist()))
+    want = _bridge_twin(eng, q.astype(np.float64), t, named.tolist(), max_group)
+    assert got.keys() == want.keys()
+    for c in want:
+        assert abs(got[c] - want[c]) < 1e-9
+
+
+def test_bridge_on_an_index_reaches_the_second_hop():
+    """"Who is the spouse of the director of Film 2?": the first hop is Film 2's passage,
+    which names its director; with hop_bridge the director's own passage (the question
+    never names him) joins C_q through that name; off, the ranking is unchanged."""
+    from hyperrag_fast.chunking import Document
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.retriever import Retriever
+    docs = [Document("f", "Film Nine", "Film Nine is a drama directed by Ivo Stark."),
+            Document("p", "Ivo Stark", "Ivo Stark married Lena Dahl in Town Three."),
+            Document("x", "Town Three", "Town Three is a town with a market.")]
+    docs += [Document(f"d{i}", f"Other {i}", f"Other {i} is a spouse story about a film.")
+             for i in range(6)]
+    ix = HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(), progress=False)
+    r = Retriever(ix, HashingEmbedder())
+    base = replace(TUNED, k_chunks=1, k_nodes=1, stitch=TUNED.stitch.replace(top_k=1),
+                   hybrid=replace(TUNED.hybrid, rank_weights=(), bm25_weight=0.0, hop_chunks=0,
+                                  hop_bridge=0.0))
+    on = replace(base, hybrid=replace(base.hybrid, hop_bridge=1.0))
+    qs = "Who is the spouse of the director of Film Nine?"
+    a, b = r.retrieve(qs, base, detail=True), r.retrieve(qs, on, detail=True)
+    row = {c.title: i for i, c in enumerate(ix.chunks)}
+    assert row["Ivo Stark"] in set(np.asarray(b.detail["cq"]).tolist())
+    assert row["Ivo Stark"] in set(np.asarray(b.detail["cand_chunks"]).tolist())
+    assert row["Ivo Stark"] not in set(np.asarray(a.detail["cand_chunks"]).tolist())
+    assert HybridOptions.paper().hop_bridge == 0.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(chunk_st, st.integers(0, 3), st.sampled_from([0.0, 1.0, 3.0]))
+def test_hop_idf_scales_the_second_round(chunks, t, p):
+    eng, q = _engine(chunks)
+    g = eng.graph
+    h = replace(TUNED.hybrid, hop_max_group=math.inf, hop_weight="uniform", hop_idf=p)
+    top = np.asarray([t % g.n_chunks], np.int64)
+    ids, vals = hop_seeds(eng, q, top, np.empty(0, np.int64), h)
+    n = g.n_chunks
+    for v, x in zip(ids.tolist(), vals.tolist()):
+        size = g.group_chunks[g.node_group[v]]
+        assert abs(x - h.hop_value * (math.log1p(n / size) / math.log1p(n)) ** p) < 1e-9
+
+
+def test_page_capped_literal():
+    ranked = np.array([5, 6, 7, 8, 9, 4])
+    scores = np.array([6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    pages = np.array([-1, -1, -1, -1, -1, 5, 5, 7, 5, -1])  # chunks 5, 6, 8 are one page
+    ids, s = page_capped(ranked, scores, pages, 1, 4)
+    assert ids.tolist() == [5, 7, 9, 4] and s.tolist() == [6.0, 4.0, 2.0, 1.0]
+    ids, _ = page_capped(ranked, scores, pages, 2, 6)
+    assert ids.tolist() == [5, 6, 7, 9, 4, 8]
+    ids, _ = page_capped(ranked, scores, pages, 3, 6)
+    assert ids.tolist() == ranked.tolist()  # no page has more than the cap: unchanged
+
+
+def test_title_lookup_pages():
+    t = TitleLookup(lambda: ["A", "B", "a", "", "B (x)", "b"])
+    assert t.pages().tolist() == [0, 1, 0, -1, 4, 1]
+    assert t.page_key(2) == "a" and t.page_key(3) == "" and t.page_key(4) == "b x"
+
+
+def test_options_validated():
+    import pytest
+    for bad in ({"hop_bridge": -1.0}, {"hop_bridge_max": 0.5}, {"hop_idf": -1.0}, {"title_max": -1}):
+        with pytest.raises(ValueError):
+            HybridOptions(**bad)
