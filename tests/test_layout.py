@@ -160,15 +160,20 @@ def _modules_after(code: str, *args: str) -> list[str]:
     return r.stdout.split("\n")[-2].split()
 
 
-def test_a_stitch_query_loads_no_write_side_module(tmp_path):
-    """A process that opens a saved index and answers a ``stitch`` query imports no build,
-    intake, chunking, extraction or CODA-build module (nor the write side's HyperIndex)."""
+def _save_two_doc_index(path) -> None:
+    """The two-page regex/hashing index (dim 32) the import-graph tests query."""
     from hyperrag_fast.embed.hashing import HashingEmbedder
     from hyperrag_fast.extract.offline import RegexExtractor
     from hyperrag_fast.index import HyperIndex
     docs = [{"doc_id": "a", "title": "Ada Lovelace", "text": "Ada Lovelace was born in London. Her father was Lord Byron."},
             {"doc_id": "b", "title": "Lord Byron", "text": "Lord Byron died in Missolonghi in Greece."}]
-    HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(dim=32), progress=False).save(tmp_path / "ix")
+    HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(dim=32), progress=False).save(path)
+
+
+def test_a_stitch_query_loads_no_write_side_module(tmp_path):
+    """A process that opens a saved index and answers a ``stitch`` query imports no build,
+    intake, chunking, extraction or CODA-build module (nor the write side's HyperIndex)."""
+    _save_two_doc_index(tmp_path / "ix")
     code = ("import sys\n"
             "from hyperrag_fast.embed.hashing import HashingEmbedder\n"
             "from hyperrag_fast.reader import IndexReader\n"
@@ -188,14 +193,10 @@ def test_a_coda_query_opens_saved_graphs_and_loads_no_write_side_module(tmp_path
     CODA structure imports no write-side module (no CODA build code) and assembles no
     graph: it opens what ``build-methods`` saved (docs/architecture.md §7)."""
     from hyperrag_fast.embed.hashing import HashingEmbedder
-    from hyperrag_fast.extract.offline import RegexExtractor
     from hyperrag_fast.index import HyperIndex
     from hyperrag_fast.prebuilt import ensure_prebuilt
-    docs = [{"doc_id": "a", "title": "Ada Lovelace", "text": "Ada Lovelace was born in London. Her father was Lord Byron."},
-            {"doc_id": "b", "title": "Lord Byron", "text": "Lord Byron died in Missolonghi in Greece."}]
-    emb = HashingEmbedder(dim=32)
-    HyperIndex.build(docs, RegexExtractor(), emb, progress=False).save(tmp_path / "ix")
-    ensure_prebuilt(tmp_path / "ix", HyperIndex.load(tmp_path / "ix", emb), ["coda"])
+    _save_two_doc_index(tmp_path / "ix")
+    ensure_prebuilt(tmp_path / "ix", HyperIndex.load(tmp_path / "ix", HashingEmbedder(dim=32)), ["coda"])
     code = ("import sys\n"
             "import hyperrag_fast.coda.graph as G\n"
             "def no(*a, **k): raise AssertionError('assembled at query time')\n"
