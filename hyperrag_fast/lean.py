@@ -23,7 +23,9 @@ code, the embedder the same session.
   imports (~30 ms) only to hand its namespace to the environment, which object-mode code
   alone reads; a module not yet imported is given a namespace holding its name. Numba's
   timing events around each of its ~3,000 calls into LLVM are not sent while a kernel is
-  loaded (nothing listens to them then).
+  loaded (nothing listens to them then). Numba's runtime library (NRT's reference counts,
+  compiled from LLVM IR by every process, ~25 ms CPU) is saved beside the kernels' cache
+  once per Numba, llvmlite, Python and CPU and loaded from there.
 * :func:`skip_blas_probe` (when :func:`lean_cache_loads` cannot be installed): Numba's
   registry refresh imports ``numba.np.arraymath``, which imports ``scipy.linalg`` (~0.15 s
   CPU, ~15 MB) only to learn whether BLAS backs ``np.convolve`` / ``np.correlate`` in
@@ -90,7 +92,6 @@ def lean_cache_loads() -> bool:
     loads then refresh as before)."""
     import_numba()
     from numba.core import caching
-    from numba.core.runtime import nrt
     cache = caching.Cache
     if getattr(cache.load_overload, "lean", False):
         return True
@@ -98,7 +99,7 @@ def lean_cache_loads() -> bool:
         return False
 
     def load_overload(self, sig, target_context):
-        nrt.rtsys.initialize(target_context)  # the runtime the cached code calls into
+        _start_runtime(target_context, self._cache_path)  # the runtime the cached code calls
         with _lean_rebuild(), self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
@@ -176,6 +177,59 @@ def _unserialize(cls, codegen, state, numba_unserialize):
         return lib._shared_module
     lib._get_module_for_linking = module_for_linking
     return lib
+
+
+def _start_runtime(ctx, folder: str) -> None:
+    """``nrt.rtsys.initialize(ctx)`` with Numba's runtime library (its reference counts,
+    compiled from LLVM IR in every process: ~25 ms CPU) read from ``folder`` (the kernels'
+    cache) when a process saved it there, else compiled as Numba does and saved."""
+    from numba.core.runtime import nrt, nrtdynmod
+    compile_nrt = nrtdynmod.compile_nrt_functions
+    nrtdynmod.compile_nrt_functions = lambda c: _nrt_library(c, folder, compile_nrt)
+    try:
+        nrt.rtsys.initialize(ctx)
+    finally:
+        nrtdynmod.compile_nrt_functions = compile_nrt
+
+
+def _nrt_library(ctx, folder: str, compile_nrt):
+    """The runtime's code library: the saved one of this Numba, llvmlite, Python and CPU
+    (checked against the digest saved with it), else compiled (``compile_nrt``'s steps
+    with its object code kept) and saved for the next process."""
+    import hashlib
+    import pickle
+
+    import llvmlite
+    import numba
+    from numba.core.runtime import nrtdynmod
+    codegen = ctx.codegen()
+    key = hashlib.sha256(repr((numba.__version__, llvmlite.__version__, sys.version,
+                               codegen.magic_tuple())).encode()).hexdigest()[:20]
+    path = os.path.join(folder, f"hyperrag-nrt-{key}.nbo")
+    try:
+        with open(path, "rb") as f:
+            digest, state = f.read(32), f.read()
+        if hashlib.sha256(state).digest() == digest:
+            with _lean_rebuild():
+                return codegen.unserialize_library(pickle.loads(state))
+    except OSError:
+        pass
+    create = getattr(nrtdynmod, "create_nrt_module", None)
+    if create is None:
+        return compile_nrt(ctx)
+    ir_mod, library = create(ctx)
+    library.enable_object_caching()  # keeps the object code to save; the same code
+    library.add_ir_module(ir_mod)
+    library.finalize()
+    try:
+        state = pickle.dumps(library.serialize_using_object_code(), protocol=4)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(hashlib.sha256(state).digest() + state)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return library
 
 
 def _rebuild_env(modname, consts, env_name):

@@ -143,10 +143,30 @@ def test_code_compiled_after_a_lean_cache_load_links_against_the_loaded_kernel(t
         "        out[i] = x[i] * x[i]\n    return out.sum()\n")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     outs = []
-    for mode in ("fill", "lean"):
+    for mode in ("fill", "lean", "lean"):  # the first lean load saves Numba's runtime, the next reads it
         r = subprocess.run([sys.executable, "-c", LINKED, str(tmp_path), mode], capture_output=True,
                            text=True, timeout=300, env=env)
         assert r.returncode == 0, r.stderr[-2000:]
         outs.append(r.stdout.split())
-    assert outs[0] == outs[1] == ["30.0", "60.0"]
-    assert list((tmp_path / "cache").rglob("*.nbc"))  # the second process loaded it
+    assert outs == [["30.0", "60.0"]] * 3
+    assert list((tmp_path / "cache").rglob("*.nbc"))  # the lean processes loaded it
+    assert len(list((tmp_path / "cache").rglob("hyperrag-nrt-*.nbo"))) == 1
+
+
+def test_a_damaged_saved_runtime_is_compiled_again(tmp_path):
+    """The saved Numba runtime (hyperrag_fast.lean) is checked against its digest: a
+    damaged file is compiled again and replaced, and the kernels run the same."""
+    (tmp_path / "cached_mod.py").write_text(
+        "import numpy as np\nfrom numba import njit\n\n@njit(cache=True)\n"
+        "def inner(x):\n    return np.empty(3).shape[0] + x.sum()\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    run = lambda: subprocess.run([sys.executable, "-c", LINKED, str(tmp_path), "lean"],  # noqa: E731
+                                 capture_output=True, text=True, timeout=300, env=env)
+    first = run()
+    saved, = (tmp_path / "cache").rglob("hyperrag-nrt-*.nbo")
+    good = saved.read_bytes()
+    saved.write_bytes(good[:40] + bytes([good[40] ^ 1]) + good[41:])
+    again = run()
+    assert first.returncode == again.returncode == 0, again.stderr[-2000:]
+    assert first.stdout == again.stdout and first.stdout.split() == ["13.0", "26.0"]
+    assert saved.read_bytes() == good
