@@ -60,11 +60,14 @@ def preset_note(res: dict) -> str:
     for d in (want, got):
         d.pop("method", None)
         d.get("stitch", {}).pop("top_k", None)
+    from hyperrag_fast.config import PAPER
+    off = json.loads(json.dumps(_plain(asdict(PAPER)), default=str))
     for part in ("stitch", "hybrid"):  # options removed since are not compared (as
         a, b = want.get(part, {}), got.get(part, {})  # render_figures.option_diff); one added
-        for k in [k for k in b if k not in a]:  # since counts only when it is on
-            b.pop(k)
-        for k in [k for k in a if k not in b and a[k] in (False, 0, 0.0, [], ())]:
+        for k in [k for k in b if k not in a]:  # since counts only when it is on (not at
+            b.pop(k)  # False/0/empty nor at the paper's value)
+        for k in [k for k in a if k not in b and (a[k] in (False, 0, 0.0, [], ())
+                                                  or off.get(part, {}).get(k, object()) == a[k])]:
             a.pop(k)
     return ("" if got == want else " **`stitch` here ran under an earlier preset, not today's "
             "preset of this embedder (its options are in the file).**")
