@@ -126,13 +126,16 @@ def _share(v: np.ndarray) -> np.ndarray:
     return v / m if m > 0 else np.zeros_like(v, dtype=np.float64)
 
 
-def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0."""
+def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray,
+            pos: dict[int, int] | None = None) -> np.ndarray:
+    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0;
+    ``pos``: {chunk id: its C_q row}, when the caller made it already."""
     out = np.zeros(cq.shape[0])
     if ids.size:
-        pos = {int(c): i for i, c in enumerate(cq.tolist())}
+        if pos is None:
+            pos = {c: i for i, c in enumerate(cq.tolist())}
         for c, x in zip(ids.tolist(), np.asarray(values, np.float64).tolist()):
-            i = pos.get(int(c))
+            i = pos.get(c)
             if i is not None and x > out[i]:
                 out[i] = x
     return out
@@ -143,14 +146,15 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
                   title: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """The (|C_q|, len(FEATURES)) feature matrix of one query: ``dense`` = the chunk
     candidates in similarity order; ``bm25`` = (ids, scores); ``title`` = (ids, shares)."""
-    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])))
+    pos = {c: i for i, c in enumerate(cq.tolist())}  # one map for the three lookups
+    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])), pos)
     b_ids, b_s = bm25
-    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64))) if b_ids.size else np.zeros(cq.shape[0])
+    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64)), pos) if b_ids.size else np.zeros(cq.shape[0])
     t_ids, t_s = title
     return np.column_stack([
         _share(prior), _share(pi), _recip_rank(pi), _recip_rank(prior), dense_rr,
         sim - (sim.max() if sim.size else 0.0), _share(np.log1p(np.maximum(score, 0.0))), bm,
-        _lookup(cq, t_ids, t_s)])
+        _lookup(cq, t_ids, t_s, pos)])
 
 
 def _named_groups(lk, text: str, t: int) -> np.ndarray:
