@@ -65,10 +65,3 @@ def missing(method: str, structure: str) -> MissingPrebuilt:
         f"load it with Retriever(index, prebuilt=load_prebuilt(INDEX)); a prebuilt/ folder "
         f"an earlier version saved beside the generations is not read: `hyperrag upgrade "
         f"INDEX` adopts it after validating it)")
-
-
-def unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` of a 1-D integer array, without importing ``numpy.ma`` (which
-    ``np.unique`` does: ~8 ms CPU of a cold query)."""
-    s = np.sort(a)
-    return s[np.concatenate([[True], s[1:] != s[:-1]])] if s.size else s
