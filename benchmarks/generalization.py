@@ -5,8 +5,8 @@ issue 21's ``leave_one_family_out``).
         --search benchmarks/results/quality21/quality_search_minilm.json \
         --search benchmarks/results/quality21/quality_search_bge.json
 
-Reads, never recomputes: the worst-family searches of ``quality_search.py``, one per
-embedder (each holds dense, the shipped preset and the selected setting on the three dev
+Reads, never recomputes: the worst-family selections of ``quality_grid.py`` (or
+``quality_search.py``), one per embedder (each holds dense, the shipped preset and the selected setting on the three dev
 families and 2Wiki test, and its leave-one-family-out runs). The first file (MiniLM, the
 default embedder) fills the issue-15 keys: ``tuned_on[<families chosen on>][<held-out
 family>]`` = the setting chosen on two families measured on the third; ``shipped_default``
@@ -74,7 +74,12 @@ def main() -> None:
         for f, r in x["leave_one_family_out"].items():
             lofo[f][emb] = {"chosen_on": r["chosen_on"], "stitch": _rec(r["stitch"]),
                             "dense": _rec(r["dense"]), "own_best": _rec(r["own_best"]),
-                            "own_best_rule": r["own_best_rule"]}
+                            "own_best_rule": r["own_best_rule"],
+                            "gap_recall@5": round(r["own_best"]["recall"]["5"]
+                                                  - r["stitch"]["recall"]["5"], 4)}
+            for k in ("setting", "own_best_setting"):
+                if k in r:
+                    lofo[f][emb][k] = r[k]
         per_embedder[emb] = {f: {"stitch": _rec(x["selected"][f]), "dense": _rec(x["dense"][f])}
                              for f in SETS if f in x["selected"]}
     ranker = {}
@@ -92,6 +97,11 @@ def main() -> None:
             "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
     out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,
            "by_type": by_type, "leave_one_family_out": lofo,
+           "leave_one_family_out_definition": (
+               "for each dev family f and embedder: stitch = the setting the selection procedure "
+               "chooses on the other two families (ranker trained on them), scored on f; own_best "
+               "= the same procedure run on f alone (same grid, ranker trained on f, in-sample); "
+               "gap_recall@5 = own_best - stitch. Procedure and grid: " + s["selection"]),
            "ranker_leave_one_family_out": ranker, "per_embedder": per_embedder,
            "objective": s["objective"], "selection": s["selection"],
            "sources": {"search": src[0], "searches": src},

@@ -17,6 +17,7 @@ import numpy as np
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
+from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
 
 
 def _ms(t0: float) -> float:
@@ -70,12 +71,21 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     bridged = False
-    for t in r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist():
+    sources = r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist()
+    if hybrid.hop_bridge > 0 and hybrid.hop_bridge_titles and named.size:
+        sources += [c for c in _best_per_title(state.lookups[key], named, share) if c not in sources]
+    for t in sources:
         b_c, b_v = bridge_chunks(eng, q, t, _named_groups(state.lookups[key], text, t),
                                  hybrid.hop_bridge_max)  # the first round's top chunks' new names
         if b_c.size:
             c0 = np.concatenate([c0, b_c])
             bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
+            bridged = True
+    if hybrid.hop_dense > 0 and r.chunk_ids.size:
+        d_c, d_v = hop_dense(state, eng, q, int(r.chunk_ids[0]), hybrid.hop_dense)
+        if d_c.size:
+            c0 = np.concatenate([c0, d_c])
+            bonus = np.concatenate([bonus, hybrid.hop_dense_weight * d_v])
             bridged = True
     if hybrid.hop_chunks > 0 or bridged:
         hop, hop_v = np.empty(0, np.int64), np.empty(0)
@@ -90,12 +100,21 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                                      hop_v])
             r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                           seed_values=values, detail=detail)
+    if bridged and hybrid.hop_rounds > 1:
+        lk = state.lookups[key]
+        r, c0, seeds = later_rounds(
+            eng, q, v0, (c0, bonus), (seeds, values), r, stitch, hybrid, detail, set(sources),
+            lambda t: bridge_chunks(eng, q, t, _named_groups(lk, text, t), hybrid.hop_bridge_max),
+            lambda t, s: hop_seeds(eng, q, np.asarray([t], np.int64), s, hybrid))
     ids, scores, X = r.chunk_ids, r.scores, None
     if hybrid.rank_weights or detail:
         X = rank_features(r.cq, r.cq_sim, r.cq_score, r.cq_prior, r.cq_pi, dense, (b_ids, b_s),
                           (named, share))
         if hybrid.rank_weights:
-            ids, scores = fused_top(r.cq, X, hybrid.rank_weights, stitch.top_k)
+            ids, scores = fused_top(r.cq, X, hybrid.rank_weights,
+                                    r.cq.shape[0] if hybrid.mmr > 0 else stitch.top_k)
+            if hybrid.mmr > 0:
+                ids, scores = mmr_top(eng, ids, scores, hybrid.mmr, stitch.top_k)
     if hybrid.graph_gate and not hybrid.rank_weights:
         ids, scores = gated_top(r.cq, r.cq_prior, r.cq_pi, stitch.top_k)
     if hybrid.title_max > 0:
@@ -132,13 +151,16 @@ def _share(v: np.ndarray) -> np.ndarray:
     return v / m if m > 0 else np.zeros_like(v, dtype=np.float64)
 
 
-def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0."""
+def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray,
+            pos: dict[int, int] | None = None) -> np.ndarray:
+    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0;
+    ``pos``: {chunk id: its C_q row}, when the caller made it already."""
     out = np.zeros(cq.shape[0])
     if ids.size:
-        pos = {int(c): i for i, c in enumerate(cq.tolist())}
+        if pos is None:
+            pos = {c: i for i, c in enumerate(cq.tolist())}
         for c, x in zip(ids.tolist(), np.asarray(values, np.float64).tolist()):
-            i = pos.get(int(c))
+            i = pos.get(c)
             if i is not None and x > out[i]:
                 out[i] = x
     return out
@@ -149,14 +171,74 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
                   title: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """The (|C_q|, len(FEATURES)) feature matrix of one query: ``dense`` = the chunk
     candidates in similarity order; ``bm25`` = (ids, scores); ``title`` = (ids, shares)."""
-    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])))
+    pos = {c: i for i, c in enumerate(cq.tolist())}  # one map for the three lookups
+    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])), pos)
     b_ids, b_s = bm25
-    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64))) if b_ids.size else np.zeros(cq.shape[0])
+    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64)), pos) if b_ids.size else np.zeros(cq.shape[0])
     t_ids, t_s = title
     return np.column_stack([
         _share(prior), _share(pi), _recip_rank(pi), _recip_rank(prior), dense_rr,
         sim - (sim.max() if sim.size else 0.0), _share(np.log1p(np.maximum(score, 0.0))), bm,
-        _lookup(cq, t_ids, t_s)])
+        _lookup(cq, t_ids, t_s, pos)])
+
+
+def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
+              top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k C_q chunks by bias + X @ w (stable: ties keep C_q order)."""
+    w = np.asarray(weights, np.float64)
+    s = X @ w[1:] + w[0]
+    order = np.argsort(-s, kind="stable")[:top_k]
+    return cq[order].astype(np.int64), s[order]
+
+
+def _final_order(r, X, hybrid: HybridOptions) -> tuple[np.ndarray, np.ndarray]:
+    """Every C_q chunk in the final order (the ranker's, the gate's or PPR's) with its score."""
+    n = r.cq.shape[0]
+    if hybrid.rank_weights:
+        return fused_top(r.cq, X, hybrid.rank_weights, n)
+    if hybrid.graph_gate:
+        return gated_top(r.cq, r.cq_prior, r.cq_pi, n)
+    pi = np.asarray(r.cq_pi, np.float64)
+    order = np.argsort(-pi, kind="stable")
+    return np.asarray(r.cq, np.int64)[order], pi[order]
+
+
+def graph_weight(prior: np.ndarray) -> float:
+    """``HybridOptions.graph_gate``'s per-query graph weight: 1 - max(prior) / sum(prior)
+    (0 when the prior sits on one chunk, towards 1 when it is flat)."""
+    tot = float(prior.sum()) if prior.size else 0.0
+    return 1.0 - float(prior.max()) / tot if tot > 0 else 1.0
+
+
+def gated_top(cq: np.ndarray, prior: np.ndarray, pi: np.ndarray,
+              top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k C_q chunks by (1 - g) prior share + g PPR share, g = :func:`graph_weight`
+    (stable: ties keep C_q order)."""
+    prior, pi = np.asarray(prior, np.float64), np.asarray(pi, np.float64)
+    g = graph_weight(prior)
+    s = (1.0 - g) * _share(prior) + g * _share(pi)
+    order = np.argsort(-s, kind="stable")[:top_k]
+    return cq[order].astype(np.int64), s[order]
+
+
+def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
+                 top: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks of the titles the question names, each with its share of its title's
+    prior term (``HybridOptions.title_chunks``): max(0, sim(q, c)) over the title's chunks,
+    normalised to sum 1 (equal shares when no chunk is similar). ``top`` > 0 keeps only
+    each title's ``top`` chunks most similar to q (a page of many paragraphs lifts the
+    paragraph the question is about; a title with one chunk is unchanged)."""
+    if not titled:
+        return np.empty(0, np.int64), np.empty(0)
+    shares = []
+    if top > 0:
+        titled = [ids if ids.shape[0] <= top else ids[np.sort(np.argsort(
+            -(eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), kind="stable")[:top])]
+            for ids in titled]
+    for ids in titled:
+        w = np.maximum((eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), 0.0)
+        shares.append(w / w.sum() if w.sum() > 0 else np.full(ids.shape[0], 1.0 / ids.shape[0]))
+    return np.concatenate(titled), np.concatenate(shares).astype(np.float64)
 
 
 def _named_groups(lk, text: str, t: int) -> np.ndarray:
@@ -211,82 +293,6 @@ def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: floa
             if v > out.get(c, 0.0):
                 out[c] = v
     return np.asarray(list(out), np.int64), np.asarray(list(out.values()), np.float64)
-
-
-def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
-              top_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k C_q chunks by bias + X @ w (stable: ties keep C_q order)."""
-    w = np.asarray(weights, np.float64)
-    s = X @ w[1:] + w[0]
-    order = np.argsort(-s, kind="stable")[:top_k]
-    return cq[order].astype(np.int64), s[order]
-
-
-def _final_order(r, X, hybrid: HybridOptions) -> tuple[np.ndarray, np.ndarray]:
-    """Every C_q chunk in the final order (the ranker's, the gate's or PPR's) with its score."""
-    n = r.cq.shape[0]
-    if hybrid.rank_weights:
-        return fused_top(r.cq, X, hybrid.rank_weights, n)
-    if hybrid.graph_gate:
-        return gated_top(r.cq, r.cq_prior, r.cq_pi, n)
-    pi = np.asarray(r.cq_pi, np.float64)
-    order = np.argsort(-pi, kind="stable")
-    return np.asarray(r.cq, np.int64)[order], pi[order]
-
-
-def page_capped(ranked: np.ndarray, scores: np.ndarray, pages: np.ndarray, cap: int,
-                top_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top-k of ``ranked`` (best first) once every chunk whose page already has ``cap``
-    chunks above it moves after the others, order kept within both parts
-    (``HybridOptions.title_max``); ``pages[c]`` = chunk c's page id (-1: no title)."""
-    seen: dict[int, int] = {}
-    keep, later = [], []
-    for i, c in enumerate(ranked.tolist()):
-        p = int(pages[c])
-        n = seen.get(p, 0) if p >= 0 else 0
-        (keep if n < cap else later).append(i)
-        if p >= 0:
-            seen[p] = n + 1
-    order = np.asarray(keep + later, np.int64)[:top_k]
-    return ranked[order].astype(np.int64), np.asarray(scores, np.float64)[order]
-
-
-def graph_weight(prior: np.ndarray) -> float:
-    """``HybridOptions.graph_gate``'s per-query graph weight: 1 - max(prior) / sum(prior)
-    (0 when the prior sits on one chunk, towards 1 when it is flat)."""
-    tot = float(prior.sum()) if prior.size else 0.0
-    return 1.0 - float(prior.max()) / tot if tot > 0 else 1.0
-
-
-def gated_top(cq: np.ndarray, prior: np.ndarray, pi: np.ndarray,
-              top_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k C_q chunks by (1 - g) prior share + g PPR share, g = :func:`graph_weight`
-    (stable: ties keep C_q order)."""
-    prior, pi = np.asarray(prior, np.float64), np.asarray(pi, np.float64)
-    g = graph_weight(prior)
-    s = (1.0 - g) * _share(prior) + g * _share(pi)
-    order = np.argsort(-s, kind="stable")[:top_k]
-    return cq[order].astype(np.int64), s[order]
-
-
-def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
-                 top: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The chunks of the titles the question names, each with its share of its title's
-    prior term (``HybridOptions.title_chunks``): max(0, sim(q, c)) over the title's chunks,
-    normalised to sum 1 (equal shares when no chunk is similar). ``top`` > 0 keeps only
-    each title's ``top`` chunks most similar to q (a page of many paragraphs lifts the
-    paragraph the question is about; a title with one chunk is unchanged)."""
-    if not titled:
-        return np.empty(0, np.int64), np.empty(0)
-    shares = []
-    if top > 0:
-        titled = [ids if ids.shape[0] <= top else ids[np.sort(np.argsort(
-            -(eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), kind="stable")[:top])]
-            for ids in titled]
-    for ids in titled:
-        w = np.maximum((eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), 0.0)
-        shares.append(w / w.sum() if w.sum() > 0 else np.full(ids.shape[0], 1.0 / ids.shape[0]))
-    return np.concatenate(titled), np.concatenate(shares).astype(np.float64)
 
 
 def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,
