@@ -87,9 +87,9 @@ def test_hop_off_is_the_first_round_and_on_changes_seeds():
 
 @given(st.lists(st.integers(-3, 40), max_size=60), st.sampled_from([np.int32, np.int64]))
 def test_the_unique_of_the_second_round_is_numpys(xs, dtype):
-    """methods.stitch.unique (np.unique without importing numpy.ma) gives np.unique's
-    sorted distinct values and dtype."""
-    from hyperrag_fast.methods.stitch import unique
+    """engine.unique (np.unique without importing numpy.ma), which the second round uses,
+    gives np.unique's sorted distinct values and dtype."""
+    from hyperrag_fast.engine import unique
     a = np.asarray(xs, dtype=dtype)
     got, want = unique(a), np.unique(a)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..engine import unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
 from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
@@ -22,12 +23,6 @@ from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_c
 
 def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
-
-
-def unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` of 1-D ints, not importing ``numpy.ma`` (~8 ms of a cold query)."""
-    s = np.sort(a)
-    return s[np.concatenate([[True], s[1:] != s[:-1]])] if s.size else s
 
 
 def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOptions,
