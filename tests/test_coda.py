@@ -615,3 +615,17 @@ def test_names_embedded_from_one_thread_per_core_get_the_same_vectors(monkeypatc
     assert sum(n for k, n in calls if k == "embed") == len(texts)
     assert len([c for c in calls if c[0] == "embed"]) > 1  # split across the workers
     np.testing.assert_array_equal(got, np.asarray(EMB.embed(texts), np.float32))
+
+
+def test_save_releasing_the_graph_writes_the_same_files(index, tmp_path):
+    """``save(release=True)`` (the build step: the consolidated graph let go before the
+    unmerged one is assembled) writes byte for byte what a plain save writes."""
+    s = build_coda(index)
+    s.save(tmp_path / "a")
+    s.save(tmp_path / "b", release=True)
+    assert s.graph is None
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*")
+                           if p.is_file()) and len(files) > 10
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
