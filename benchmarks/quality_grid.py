@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quality_search import FAMILIES, KS, Bench, apply, code_hash, plain  # noqa: E402
+from quality_search import FAMILIES, KS, Bench, _r, apply, code_hash, plain  # noqa: E402
 from train_ranker import collect, fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
@@ -230,10 +230,6 @@ def main(argv=None) -> int:
     Path(a.out + ".md").write_text(render(out))
     print(render(out))
     return 0
-
-
-def _r(x: dict) -> str:
-    return "/".join(f"{x['recall'][k]:.3f}" for k in KS)
 
 
 def render(out: dict) -> str:

@@ -22,6 +22,13 @@ _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0, dtype=np.float64)
 
 
+def unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a 1-D integer array (its sorted distinct values, its dtype),
+    without importing ``numpy.ma`` as ``np.unique`` does (~8 ms of a cold query)."""
+    s = np.sort(a)
+    return s[np.concatenate([[True], s[1:] != s[:-1]])] if s.size else s
+
+
 @dataclass(frozen=True)
 class StitchResult:
     """Top-k chunk ids (best first) and scores; with ``detail`` every intermediate of

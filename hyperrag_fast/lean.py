@@ -25,7 +25,11 @@ code, the embedder the same session.
   timing events around each of its ~3,000 calls into LLVM are not sent while a kernel is
   loaded (nothing listens to them then). Numba's runtime library (NRT's reference counts,
   compiled from LLVM IR by every process, ~25 ms CPU) is saved beside the kernels' cache
-  once per Numba, llvmlite, Python and CPU and loaded from there.
+  once per Numba, llvmlite, Python and CPU and loaded from there. Typing an array
+  argument does not import ``numpy.ma`` to rule out a masked array (none exists before
+  it is imported).
+* :func:`import_usearch`: usearch imports ``urllib.request`` (for downloading its
+  binaries; ~9 ms CPU with http.client, ssl and email); it is loaded on first use.
 * :func:`skip_blas_probe` (when :func:`lean_cache_loads` cannot be installed): Numba's
   registry refresh imports ``numba.np.arraymath``, which imports ``scipy.linalg`` (~0.15 s
   CPU, ~15 MB) only to learn whether BLAS backs ``np.convolve`` / ``np.correlate`` in
@@ -105,7 +109,36 @@ def lean_cache_loads() -> bool:
 
     load_overload.lean = True  # type: ignore[attr-defined]
     cache.load_overload = load_overload
+    _type_arrays_without_numpy_ma()
     return True
+
+
+class _NotAnArray:
+    """What ``np.ma.MaskedArray`` is while Numba types an array (no instance exists)."""
+
+
+def _type_arrays_without_numpy_ma() -> None:
+    """Numba types a NumPy array argument after checking it is no ``np.ma.MaskedArray``,
+    which imports ``numpy.ma`` (~8 ms CPU). Before ``numpy.ma`` is imported no masked
+    array exists, so the check is answered "no" without importing it."""
+    from numba.core.typing.typeof import typeof_impl
+    numba_typeof = typeof_impl.dispatch(np.ndarray)
+    if getattr(numba_typeof, "lean", False):
+        return
+    no_ma = type(sys)("numpy.ma (not imported)")
+    no_ma.MaskedArray = _NotAnArray
+
+    def typeof_ndarray(val, c):
+        if "numpy.ma" in sys.modules:
+            return numba_typeof(val, c)
+        np.ma = no_ma
+        try:
+            return numba_typeof(val, c)
+        finally:
+            if np.__dict__.get("ma") is no_ma:
+                del np.ma
+    typeof_ndarray.lean = True  # type: ignore[attr-defined]
+    typeof_impl.register(np.ndarray, typeof_ndarray)
 
 
 _SYM = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
@@ -245,6 +278,31 @@ def _rebuild_env(modname, consts, env_name):
     env.env_name = env_name
     environment.Environment._memo[env_name] = env
     return env
+
+
+class _OnFirstUse(type(sys)):
+    """A module standing in for one not imported yet: the first attribute read imports
+    the real module (which then replaces it) and answers from it."""
+
+    def __getattr__(self, attr):
+        import importlib
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def import_usearch() -> None:
+    """``import usearch.index`` (when installed) with ``urllib.request``, which usearch
+    imports only to download binaries (http.client, ssl, email: ~9 ms CPU), imported on
+    first use instead; nothing when either is imported already."""
+    if "usearch.index" in sys.modules or "urllib.request" in sys.modules:
+        return
+    import urllib
+    sys.modules["urllib.request"] = urllib.request = _OnFirstUse("urllib.request")  # type: ignore[attr-defined]
+    try:
+        import usearch.index  # noqa: F401
+    except ImportError:  # not installed: the ANN load names the extra
+        pass
 
 
 def skip_blas_probe() -> bool:

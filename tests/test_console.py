@@ -1,7 +1,8 @@
 """The ``hyperrag`` console entry of a one-shot query (``hyperrag_fast.console``,
 ``hyperrag_fast.lean``; docs/architecture.md §3, "Cold start"): the same answer as the
 CLI in-process, NumPy's BLAS on one thread, Numba's cached kernels loaded without its
-compile registries, SciPy and PyYAML never imported, and the process ended (atexit
+compile registries, SciPy, PyYAML, the modules of Numba's array implementations, numpy.ma
+and usearch's downloader (http.client) never imported, and the process ended (atexit
 handlers run) once its output is flushed (a closed pipe: tests/test_cli_bad_input.py). The regex extractor and hashing embedder keep
 it fast."""
 from __future__ import annotations
@@ -23,7 +24,8 @@ def report():
     sys.stderr.write("REPORT " + json.dumps({
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "lean_loads": bool(getattr(caching.Cache.load_overload, "lean", False)),
-        "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath") if m in sys.modules),
+        "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath", "numba.np.arrayobj",
+                                       "numpy.ma", "http.client") if m in sys.modules),
     }) + "\\n")
 atexit.register(report)
 sys.argv = ["hyperrag", *sys.argv[1:]]

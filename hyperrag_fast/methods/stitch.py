@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..engine import unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
 from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
@@ -86,7 +87,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         if hybrid.hop_chunks > 0:
             top = r.chunk_ids[:hybrid.hop_chunks]
             if hybrid.hop_titles and named.size:
-                top = np.unique(np.concatenate([top, named]))
+                top = unique(np.concatenate([top, named]))
             hop, hop_v = hop_seeds(eng, q, top, seeds, hybrid)
         if hop.size or bridged:
             seeds = np.concatenate([seeds, hop])
@@ -260,7 +261,7 @@ def bridge_groups(eng, q: np.ndarray, t: int, named: np.ndarray) -> tuple[np.nda
     gk, sk = t_groups[keep].astype(np.int64), sim[keep]
     n = float(g.n_chunks)
     w = sk * np.log1p(n / np.maximum(g.group_chunks[gk], 1)) / math.log1p(n)
-    grp = np.unique(gk)
+    grp = unique(gk)
     best = np.zeros(grp.shape[0])
     np.maximum.at(best, np.searchsorted(grp, gk), w)
     return grp, best
@@ -278,7 +279,7 @@ def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: floa
     out: dict[int, float] = {}
     for x, w in zip(grp[ok].tolist(), wg[ok].tolist()):
         nodes = g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
-        cs = np.unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
+        cs = unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
         cs = cs[cs != t]
         if not cs.size:
             continue
