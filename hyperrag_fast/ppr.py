@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kernels.ppr_local import (APPROX_SHRINK, JUMP, PASS_FRACTION, REFINE_BUDGET, SHRINK, arc_scale,
-                                local_push_prior, local_push_topk)
+                                local_push_prior, local_push_topk, seen_bytes)
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ class LocalPush:
         if wsum.shape != (n,) or not np.allclose(wsum, row_sums, rtol=1e-12, atol=0):
             raise ValueError("wsum must be the row sums of w")
         self.ptr, self.nbr, self.w, self.wsum, self.n = ptr, nbr, w, wsum, n
+        #: the kernel's row offsets: int32 when the arcs fit (half the bytes per push)
+        self._ptr = ptr.astype(np.int32) if ptr[-1] < 2**31 else ptr
         self.wn = arc_scale(ptr, nbr, w, wsum)
         self.wmax = float(wsum.max()) if n else 0.0
         self.symmetric = is_symmetric(ptr, nbr, w) if symmetric is None else bool(symmetric)
@@ -79,7 +81,7 @@ class LocalPush:
         sc = getattr(self._local, "scratch", None)
         if sc is None:
             n = self.n
-            sc = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.uint8),
+            sc = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.uint8), np.zeros(seen_bytes(n), dtype=np.uint8),
                   np.empty(n + 1, dtype=np.int32), np.empty(n, dtype=np.int32))
             self._local.scratch = sc
         return sc
@@ -94,7 +96,7 @@ class LocalPush:
         if p.shape[0] != self.n:
             raise ValueError(f"p must have {self.n} entries, got {p.shape[0]}")
         _check(d, k, eps_min, shrink, jump)
-        bad, out = local_push_prior(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, p,
+        bad, out = local_push_prior(self._ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, p,
                                     float(d), 0.0, float(eps_min), float(shrink), float(jump), int(k),
                                     self.pass_min, REFINE_BUDGET, *self._scratch())
         if bad:
@@ -119,7 +121,7 @@ class LocalPush:
         if not np.all(np.isfinite(vals)) or np.any(vals < 0):
             raise ValueError("prior values must be finite and >= 0")
         _check(d, k, eps_min, shrink, jump)
-        return _result(local_push_topk(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
+        return _result(local_push_topk(self._ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
                                        float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k),
                                        self.pass_min, REFINE_BUDGET, *self._scratch()))
 
