@@ -66,8 +66,6 @@ class LocalPush:
         if wsum.shape != (n,) or not np.allclose(wsum, row_sums, rtol=1e-12, atol=0):
             raise ValueError("wsum must be the row sums of w")
         self.ptr, self.nbr, self.w, self.wsum, self.n = ptr, nbr, w, wsum, n
-        #: the kernel's row offsets: int32 when the arcs fit (half the bytes per push)
-        self._ptr = ptr.astype(np.int32) if ptr[-1] < 2**31 else ptr
         self.wn = arc_scale(ptr, nbr, w, wsum)
         self.wmax = float(wsum.max()) if n else 0.0
         self.symmetric = is_symmetric(ptr, nbr, w) if symmetric is None else bool(symmetric)
@@ -96,7 +94,7 @@ class LocalPush:
         if p.shape[0] != self.n:
             raise ValueError(f"p must have {self.n} entries, got {p.shape[0]}")
         _check(d, k, eps_min, shrink, jump)
-        bad, out = local_push_prior(self._ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, p,
+        bad, out = local_push_prior(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, p,
                                     float(d), 0.0, float(eps_min), float(shrink), float(jump), int(k),
                                     self.pass_min, REFINE_BUDGET, *self._scratch())
         if bad:
@@ -121,7 +119,7 @@ class LocalPush:
         if not np.all(np.isfinite(vals)) or np.any(vals < 0):
             raise ValueError("prior values must be finite and >= 0")
         _check(d, k, eps_min, shrink, jump)
-        return _result(local_push_topk(self._ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
+        return _result(local_push_topk(self.ptr, self.nbr, self.wn, self.wsum, self.wmax, self.symmetric, ids, vals,
                                        float(d), float(eps0), float(eps_min), float(shrink), float(jump), int(k),
                                        self.pass_min, REFINE_BUDGET, *self._scratch()))
 

@@ -33,17 +33,15 @@ Scratch (``x``, ``s``: float64 zeros; ``flag``: uint8 zeros, the certificate's m
 ``seen``: uint8 zeros, (n + 7) // 8 bytes, one bit per node, set when the node is touched;
 ``touched``: int32, n + 1 slots; ``queue``: int32, n slots) is reset before return by the
 touched list: a call costs what it touches plus reading ``p`` once when the prior is given
-dense. The touched bits are a bitset so that the push's only random access per arc is
-``s[j]`` plus a read of an eighth-of-a-byte-per-node array that stays in the L2 cache
-(1M nodes: 125 kB, where a byte per node, 1 MB, competed with ``s``; docs/architecture.md
-§4, "Memory locality").
+dense. The touched marks are a bit per node so that, besides ``s[j]``, an arc's random
+access hits an array that stays in the L2 cache (1M nodes: 125 kB, where a byte per node,
+1 MB, competed with ``s``; docs/architecture.md §4, "Memory locality").
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ._config import inline_jit, jit
-from .prefetch import prefetch_at
 from .ppr_certify import REFINE_CAP, REFINE_DEPTH, SLACK, _bound, _certify, _residual, _seen  # noqa: F401
 
 #: a round that pushes or queues at least this share of the nodes runs as node-order
@@ -63,13 +61,6 @@ TAIL_DIVISOR = 16
 #: push; measured: docs/architecture.md §4, "Refined bounds")
 REFINE_BUDGET = 0.125
 REFINED = np.uint8(2)
-#: the FIFO asks for the data of the nodes queued this many places ahead (a hint: no
-#: effect on any result): node entries (ptr, wsum, x, s) NODE_AHEAD ahead, the first
-#: arcs of the row ROW_AHEAD ahead, the residuals of the row's heads ARC_AHEAD ahead
-#: (docs/architecture.md §4, "Memory locality")
-NODE_AHEAD = 8
-ROW_AHEAD = 4
-ARC_AHEAD = 2
 
 
 def seen_bytes(n):
@@ -274,11 +265,8 @@ def _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, limit, eps, 
     head = 0
     done = 0
     work = 0
-    m = nbr.shape[0]
     while size > 0 and done + size < limit:
         u = queue[head]
-        if size > ARC_AHEAD:
-            _ask_ahead(ptr, nbr, wn, wsum, x, s, queue, head, size, n, m)
         head += 1
         if head == n:
             head = 0
@@ -307,33 +295,6 @@ def _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, limit, eps, 
                 queue[tail] = j
                 size += 1
     return size, nt, done, work
-
-
-@inline_jit
-def _ask_ahead(ptr, nbr, wn, wsum, x, s, queue, head, size, n, m):
-    """Prefetch what the pushes of the nodes queued ahead of ``head`` will read."""
-    if size > NODE_AHEAD:
-        v = queue[_ring(head + NODE_AHEAD, n)]
-        prefetch_at(ptr, v)
-        prefetch_at(wsum, v)
-        prefetch_at(x, v)
-        prefetch_at(s, v)
-    if size > ROW_AHEAD:
-        a0 = ptr[queue[_ring(head + ROW_AHEAD, n)]]
-        if a0 < m:
-            prefetch_at(nbr, a0)
-            prefetch_at(wn, a0)
-            if a0 + 8 < m:
-                prefetch_at(wn, a0 + 8)
-    v = queue[_ring(head + ARC_AHEAD, n)]
-    for kx in range(ptr[v], ptr[v + 1]):
-        prefetch_at(s, nbr[kx])
-
-
-@inline_jit
-def _ring(i, n):
-    """Index i of a ring of n slots (0 <= i < 2 n)."""
-    return i - n if i >= n else i
 
 
 @jit
