@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kernels.ppr_local import (APPROX_SHRINK, JUMP, PASS_FRACTION, REFINE_BUDGET, SHRINK, arc_scale,
-                                local_push_prior, local_push_topk, seen_bytes)
+                                local_push_prior, local_push_topk)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class LocalPush:
         sc = getattr(self._local, "scratch", None)
         if sc is None:
             n = self.n
-            sc = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.uint8), np.zeros(seen_bytes(n), dtype=np.uint8),
+            sc = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.uint8),
                   np.empty(n + 1, dtype=np.int32), np.empty(n, dtype=np.int32))
             self._local.scratch = sc
         return sc

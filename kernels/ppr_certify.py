@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import inline_jit, jit
+from ._config import jit
 
+TOUCHED = np.uint8(1)
 TOP = np.uint8(4)
 NOT_TOP = np.uint8(0xFB)
 SLACK = 1e-12
@@ -22,12 +23,6 @@ SLACK = 1e-12
 #: arcs deep (the cost each round may spend is set by the caller: ppr_local.REFINE_BUDGET)
 REFINE_CAP = 64
 REFINE_DEPTH = 4
-
-
-@inline_jit
-def _seen(seen, u):
-    """Whether node u's bit is set in the touched bitset ``seen`` (kernels/ppr_local.py)."""
-    return (seen[u >> 3] >> (u & 7)) & 1 != 0
 
 
 @jit
@@ -43,7 +38,7 @@ def _bound(wu, sym, d, rsum, rho):
 
 
 @jit
-def _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, seen, touched, nt, n, kk, top, cand, work, avgdeg,
+def _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, touched, nt, n, kk, top, cand, work, avgdeg,
              cid, clo, cb):
     """Fill ``top`` with the kk best nodes by (lower bound x + (1 - d) r desc, id asc);
     return whether each one's lower bound exceeds the upper bound of every node after it,
@@ -85,7 +80,7 @@ def _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, seen, touched, n
     # untouched nodes (x = 0) of lowest id fill the top and precede touched ones with x = 0
     i = 0
     while i < n and kk > 0 and (nfill < kk or (tx[kk - 1] == 0.0 and top[kk - 1] > i)):
-        if not _seen(seen, i):
+        if flag[i] == 0:
             j = nfill if nfill < kk else kk - 1
             while j > 0 and tx[j - 1] == 0.0 and top[j - 1] > i:
                 tx[j] = tx[j - 1]
@@ -103,7 +98,7 @@ def _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, seen, touched, n
     rstar = np.inf if d > 0.0 else 0.0
     hi_rest = -1.0
     b_un = -1.0
-    if nt + _untouched_in(seen, top, kk) < n:
+    if nt + _untouched_in(flag, top, kk) < n:
         b_un = _bound(wmax, sym, d, rsum, rho)
         hi_rest = b_un
         rstar = _rstar(rstar, lk, 0.0, d * wmax)
@@ -127,7 +122,7 @@ def _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, seen, touched, n
         for i in range(j):
             rstar = _rstar(rstar, tx[i], tx[j], d * wsum[u])
     ncr = 0
-    if not ok and sym and d > 0.0 and kk > 0 and b_un < lk and _untouched_in(seen, top, kk) == 0:
+    if not ok and sym and d > 0.0 and kk > 0 and b_un < lk and _untouched_in(flag, top, kk) == 0:
         ok, rstar, ncr = _refine(ptr, nbr, wn, x, s, wsum, d, rsum, rho, flag, top, tx, cand, nc, kk, work,
                                  avgdeg, cid, clo, cb, rstar)
     for j in range(kk):
@@ -298,10 +293,10 @@ def _rstar(rstar, above, below, dw):
 
 
 @jit
-def _untouched_in(seen, top, kk):
-    """How many of the top entries are untouched nodes (their bit in ``seen`` unset)."""
+def _untouched_in(flag, top, kk):
+    """How many of the top entries are untouched nodes (flag without TOUCHED)."""
     c = 0
     for j in range(kk):
-        if not _seen(seen, top[j]):
+        if (flag[top[j]] & TOUCHED) == 0:
             c += 1
     return c

@@ -29,20 +29,16 @@ at random, with no touch bookkeeping: on the 10k-chunk graph at d = .85 about a 
 of the FIFO's time per arc); every later round starts with a pass, and a pass that
 pushed fewer than pass_min / TAIL_DIVISOR nodes leaves the rest of its round to a FIFO.
 
-Scratch (``x``, ``s``: float64 zeros; ``flag``: uint8 zeros, the certificate's marks;
-``seen``: uint8 zeros, (n + 7) // 8 bytes, one bit per node, set when the node is touched;
-``touched``: int32, n + 1 slots; ``queue``: int32, n slots) is reset before return by the
-touched list: a call costs what it touches plus reading ``p`` once when the prior is given
-dense. The touched marks are a bit per node so that, besides ``s[j]``, an arc's random
-access hits an array that stays in the L2 cache (1M nodes: 125 kB, where a byte per node,
-1 MB, competed with ``s``; docs/architecture.md §4, "Memory locality").
+Scratch (``x``, ``s``: float64 zeros; ``flag``: uint8 zeros; ``touched``: int32, n + 1
+slots; ``queue``: int32, n slots) is reset before return by the touched list: a call costs what
+it touches plus reading ``p`` once when the prior is given dense.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._config import inline_jit, jit
-from .ppr_certify import REFINE_CAP, REFINE_DEPTH, SLACK, _bound, _certify, _residual, _seen  # noqa: F401
+from ._config import jit
+from .ppr_certify import REFINE_CAP, REFINE_DEPTH, SLACK, TOUCHED, _bound, _certify, _residual  # noqa: F401
 
 #: a round that pushes or queues at least this share of the nodes runs as node-order
 #: passes (measured: docs/architecture.md §4)
@@ -61,21 +57,6 @@ TAIL_DIVISOR = 16
 #: push; measured: docs/architecture.md §4, "Refined bounds")
 REFINE_BUDGET = 0.125
 REFINED = np.uint8(2)
-
-
-def seen_bytes(n):
-    """Bytes of the touched bitset of an n-node graph."""
-    return (int(n) + 7) // 8
-
-
-@inline_jit
-def _see(seen, u):
-    """Set u's touched bit; returns 1 when it was not set (u is new), else 0."""
-    i = u >> 3
-    b = seen[i]
-    m = np.uint8(1 << (u & 7))
-    seen[i] = b | m
-    return np.int64((b & m) == 0)
 
 
 @jit
@@ -97,7 +78,7 @@ def arc_scale(ptr, nbr, w, wsum):
 
 @jit
 def local_push_topk(ptr, nbr, wn, wsum, wmax, sym, seeds, seed_val, d, eps0, eps_min, shrink, jump, k,
-                    pass_min, refine, x, s, flag, seen, touched, queue):
+                    pass_min, refine, x, s, flag, touched, queue):
     """Push from r = sum seed_val[i] e_{seeds[i]} (seeds distinct, values >= 0) on the
     graph (ptr, nbr) with arc weights ``wn`` = :func:`arc_scale` and row sums ``wsum``.
 
@@ -117,15 +98,16 @@ def local_push_topk(ptr, nbr, wn, wsum, wmax, sym, seeds, seed_val, d, eps0, eps
     """
     nt = 0
     for t in range(seeds.shape[0]):
-        nt = _seed(seeds[t], seed_val[t], wsum, x, s, seen, touched, nt)
+        nt = _seed(seeds[t], seed_val[t], wsum, x, s, flag, touched, nt)
     return _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, pass_min, refine, x, s, flag,
-                seen, touched, queue)
+                touched, queue)
 
 
 @jit
-def _seed(u, v, wsum, x, s, seen, touched, nt):
+def _seed(u, v, wsum, x, s, flag, touched, nt):
     """Add prior mass v at node u (a dangling node keeps it); returns the touched count."""
-    if _see(seen, u):
+    if flag[u] == 0:
+        flag[u] = TOUCHED
         touched[nt] = u
         nt += 1
     if wsum[u] > 0.0:
@@ -136,8 +118,8 @@ def _seed(u, v, wsum, x, s, seen, touched, nt):
 
 
 @jit
-def _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, pass_min, refine, x, s, flag, seen,
-         touched, queue):
+def _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, pass_min, refine, x, s, flag, touched,
+         queue):
     """:func:`local_push_topk` from its seeded state (the first ``nt`` touched nodes)."""
     n = wsum.shape[0]
     if eps0 <= 0.0:
@@ -176,13 +158,14 @@ def _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, p
                 if s[u] > eps:
                     queue[size] = u
                     size += 1
-            size, nt, done, wk = _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, pass_min, eps, d)
+            size, nt, done, wk = _fifo(ptr, nbr, wn, wsum, x, s, flag, touched, queue, size, nt, pass_min, eps, d)
             pushes += done
             work += wk
             again = size > 0
         if again and nt < n:  # global from here on: every node joins the touched list
             for i in range(n):
-                if _see(seen, i):
+                if flag[i] == 0:
+                    flag[i] = TOUCHED
                     touched[nt] = i
                     nt += 1
         while again:
@@ -214,14 +197,14 @@ def _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, p
                     if s[u] > eps:
                         queue[size] = u
                         size += 1
-                size, nt, done, wk = _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, 2**62, eps, d)
+                size, nt, done, wk = _fifo(ptr, nbr, wn, wsum, x, s, flag, touched, queue, size, nt, 2**62, eps, d)
                 pushes += done
                 work += wk
                 again = False
         last = eps <= eps_min
         nxt = eps / shrink
         if kk > 0:
-            certified, rstar, rsum, rho, ncr = _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, seen, touched,
+            certified, rstar, rsum, rho, ncr = _certify(ptr, nbr, wn, x, s, wsum, wmax, sym, d, eps, flag, touched,
                                                         nt, n, kk, top, queue, refine * (work - wprev), avgdeg, cid, clo,
                                                         cb)
             wprev = work
@@ -249,13 +232,12 @@ def _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, p
         x[u] = 0.0
         s[u] = 0.0
         flag[u] = 0
-        seen[u >> 3] = 0
     b_rest = _bound(wmax, sym, d, rsum, rho)
     return ids, xs, bs, b_rest, top, certified, eps, pushes, rsum, rho
 
 
 @jit
-def _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, limit, eps, d):
+def _fifo(ptr, nbr, wn, wsum, x, s, flag, touched, queue, size, nt, limit, eps, d):
     """Push FIFO from the ``size`` nodes queued at the start of ``queue`` (each above eps)
     until none is above eps or ``done`` + queued reaches ``limit``: a node joins the queue
     (a ring of n slots) when its residual crosses eps, and the touched list when it is
@@ -282,7 +264,8 @@ def _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, limit, eps, 
             a = wn[kx]
             old = s[j]
             touched[nt] = j  # kept only if j is new (branch-free)
-            nt += _see(seen, j)
+            nt += 1 - flag[j]
+            flag[j] = TOUCHED
             if a < 0.0:  # dangling: keeps all the mass it receives
                 x[j] -= f * a
                 continue
@@ -299,7 +282,7 @@ def _fifo(ptr, nbr, wn, wsum, x, s, seen, touched, queue, size, nt, limit, eps, 
 
 @jit
 def local_push_prior(ptr, nbr, wn, wsum, wmax, sym, p, d, eps0, eps_min, shrink, jump, k, pass_min, refine,
-                     x, s, flag, seen, touched, queue):
+                     x, s, flag, touched, queue):
     """:func:`local_push_topk` from a dense prior ``p``: its nonzeros are seeded here, in one
     read of p (no Python step between; ids in increasing order, as ``np.flatnonzero``). Returns (bad, the kernel's tuple); ``bad``: some
     value of p is negative or not finite (then nothing is pushed)."""
@@ -311,16 +294,16 @@ def local_push_prior(ptr, nbr, wn, wsum, wmax, sym, p, d, eps0, eps_min, shrink,
             if not (v > 0.0 and v < np.inf):
                 bad = True
                 break
-            nt = _seed(i, v, wsum, x, s, seen, touched, nt)
+            nt = _seed(i, v, wsum, x, s, flag, touched, nt)
     if bad:
         for t in range(nt):
             u = touched[t]
             x[u] = 0.0
             s[u] = 0.0
-            seen[u >> 3] = 0
+            flag[u] = 0
         nt = 0
     return bad, _run(ptr, nbr, wn, wsum, wmax, sym, nt, d, eps0, eps_min, shrink, jump, k, pass_min, refine, x, s,
-                     flag, seen, touched, queue)
+                     flag, touched, queue)
 
 
 @jit
@@ -347,12 +330,11 @@ def local_push_dense(ptr, nbr, w, wsum, p, d, eps_min, k, sym):
     x = np.zeros(n, dtype=np.float64)
     s = np.zeros(n, dtype=np.float64)
     flag = np.zeros(n, dtype=np.uint8)
-    seen = np.zeros((n + 7) // 8, dtype=np.uint8)
     touched = np.empty(n + 1, dtype=np.int32)
     queue = np.empty(n, dtype=np.int32)
     ids, xs, bs, b_rest, _top, cert, _eps, pushes, _R, _rho = local_push_topk(
         ptr, nbr, arc_scale(ptr, nbr, w, wsum), wsum, wmax, sym, seeds, vals, d, 0.0, eps_min, SHRINK, JUMP, k,
-        pass_threshold(n), REFINE_BUDGET, x, s, flag, seen, touched, queue)
+        pass_threshold(n), REFINE_BUDGET, x, s, flag, touched, queue)
     bmax = b_rest if ids.shape[0] < n else 0.0
     for t in range(ids.shape[0]):
         x[ids[t]] = xs[t]
