@@ -271,7 +271,8 @@ def coda_cost(embedder: str, keep: Path | None, questions: int) -> dict:
     INDEX coda stitch_consolidated`` (the CODA system, its saved graphs and the
     consolidated hypergraph) on it, each a child process (wall, peak RSS from
     ``os.wait4``), the build step's own stage seconds (``meta.json``), then the CODA query
-    through the public API (``bench_whole_query.py --method coda``, one thread)."""
+    through the public API (``bench_whole_query.py --method coda``, one ONNX and one BLAS
+    thread)."""
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-coda-{embedder}-"))
     try:
         src, n = corpus_file("2wiki", tmp)
@@ -301,12 +302,14 @@ def coda_cost(embedder: str, keep: Path | None, questions: int) -> dict:
         r = subprocess.run([sys.executable, str(Path(__file__).with_name("bench_whole_query.py")),
                             "--index", str(ix), "--embedder", embedder, "--method", "coda",
                             "--questions", str(questions), "--repeats", "1", "--out", str(q)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True,
+                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})  # latency: one thread
         if r.returncode != 0:
             raise SystemExit(f"bench_whole_query failed:\n{r.stderr[-2000:]}")
         wq = json.loads(q.read_text())
         out["coda_query"] = {k: wq[k] for k in wq if k.endswith(("_p50", "_p99", "_s"))
                              or k in ("n_calls", "loadavg_at_end")}
+        out["coda_query"]["env"] = {"OPENBLAS_NUM_THREADS": "1", "onnx_threads": 1}
         if keep is not None:
             shutil.move(str(ix), str(keep / f"2wiki_{embedder}"))
         return out

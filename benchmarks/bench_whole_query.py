@@ -8,7 +8,8 @@ candidates + graph (+ building the result), one question at a time, single threa
         --out benchmarks/results/whole_query_coda.json   # a method with prebuilt structures
 
 The embedder runs with one intra-op thread (a service gives each query thread one) unless
-``--threads``. Options: the library default (``config.TUNED``) with ``--method``; a
+``--threads``. Options: the default a user gets on this index (its embedder's preset,
+``config.preset_for``: ``TUNED`` for MiniLM, ``TUNED_BGE`` for bge) with ``--method``; a
 method that reads structures of ``hyperrag build-methods`` gets them with
 ``load_prebuilt`` (the seconds it takes: ``open_prebuilt_s``). Medians and p99 of the
 wall time per call (time.perf_counter around ``retrieve``), and the medians of the parts
@@ -30,7 +31,7 @@ from hyperrag_fast.eval.data import load_dataset
 from hyperrag_fast.eval.harness import _git, machine_info
 from hyperrag_fast.index import HyperIndex
 from hyperrag_fast.retriever import Retriever
-from hyperrag_fast.config import TUNED
+from hyperrag_fast.config import TUNED, preset_for
 
 
 def main(argv=None) -> int:
@@ -51,7 +52,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     pre = load_prebuilt(a.index, needs(a.method, ix.merge), generation=ix.generation)
     open_s = time.perf_counter() - t0
-    r = Retriever(ix, emb, prebuilt=pre, options=replace(TUNED, method=a.method))
+    options = replace(preset_for(ix.embedder_name), method=a.method)  # what a user gets
+    r = Retriever(ix, emb, prebuilt=pre, options=options)
     r.warmup()
     qs = [q.question for q in load_dataset("2wikimultihopqa", "all").questions[:a.questions]]
     wall, parts = [], {"embed_ms": [], "candidates_ms": [], "graph_ms": []}

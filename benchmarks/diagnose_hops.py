@@ -94,6 +94,9 @@ def diagnose(b: Bench, dataset: str, o: QueryOptions) -> list[dict]:
                 "prior_rank": rank_of(order, c) if pos.size else None,
                 "prior_share": float(prior[pos[0]] / prior.sum()) if pos.size and prior.sum() > 0 else 0.0,
                 "final_rank": final,
+                "top1_is_gold": int(out.chunk_ids[0]) in gold_rows,
+                "title_in_top1_text": f" {normalize_name(p.split(chr(10), 1)[0])} " in
+                                      f" {normalize_name(b.ds.passages[int(out.chunk_ids[0])])} ",
                 "rank_without": {k: rank_of(ids, c) for k, ids in without.items()},
                 "overtaken_by_ppr": overtakers(state.engines[d["graph"]].graph, b.ds.chunks, c,
                                                out.chunk_ids, without["ppr"], order[:3], gold_rows)})
@@ -149,7 +152,18 @@ def summary(rows: list[dict]) -> dict:
                    via_title_group=float(np.mean([bool(o["shared_title_group"]) for o in ov])),
                    via_group_over_5_chunks=float(np.mean([(o["shared_group_chunks"] or 0) > 5 for o in ov])),
                    not_linked=float(np.mean([o["shared_group_chunks"] is None for o in ov])))
-    return {"why_ppr_overtakes": why, "n": len(rows), "in_cq": float(np.mean([r["in_cq"] for r in rows])),
+    lost = [r for r in rows if r["final_rank"] > 5]
+    where = {"n": len(lost),  # a gold passage out of the top 5: where it was lost
+             "not_in_cq": sum(not r["in_cq"] for r in lost),
+             "prior_rank_over_10": sum(r["in_cq"] and r["prior_rank"] > 10 for r in lost),
+             "prior_rank_6_10": sum(r["in_cq"] and 5 < r["prior_rank"] <= 10 for r in lost),
+             "prior_top5_final_below": sum(r["in_cq"] and r["prior_rank"] <= 5 for r in lost),
+             "top5_without_ppr": sum(r["rank_without"]["ppr"] <= 5 for r in lost),
+             "title_named_by_top1": sum(bool(r.get("title_in_top1_text")) for r in lost),
+             "top1_is_gold": sum(bool(r.get("top1_is_gold")) for r in lost),
+             "title_with_several_paragraphs": sum(r["title_paragraphs"] > 1 for r in lost)}
+    return {"why_ppr_overtakes": why, "lost_at_5": where, "n": len(rows),
+            "in_cq": float(np.mean([r["in_cq"] for r in rows])),
             "prior_rank_median": float(np.median(pr)) if pr else None,
             "prior_share_median": float(np.median([r["prior_share"] for r in rows])),
             "final_rank_median": float(np.median([r["final_rank"] for r in rows])),
@@ -182,6 +196,24 @@ def render(out: dict) -> str:
             lines.append(f"| {name} | {t} | {s['n']} | {s['in_cq']:.2f} | {s['prior_rank_median']} | "
                          f"{s['prior_share_median']:.3f} | {s['final_rank_median']} | {s['in_top2']:.2f} | "
                          f"{s['in_top5']:.2f} | {mv} | {pd} |")
+    lines += ["", "## Where the second-hop passages out of the top 5 were lost", "",
+              "Counts of second-hop gold passages ranked below 5: never in C_q; in C_q with the "
+              "prior ranking them below 10 / 6-10; in the prior's top 5 but below 5 in the final "
+              "ranking (the graph stage and the ranker pushed them out); of all of them, those "
+              "in the top 5 without PPR, those whose title the final top chunk's text names (the "
+              "bridge a title link could follow), those where the top chunk is gold, those of a "
+              "title with several paragraphs.", "",
+              "| set | type | lost | not in C_q | prior > 10 | prior 6-10 | prior top 5, final below "
+              "| top 5 without PPR | title named by top chunk | top chunk gold | several paragraphs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, types in out["summary"].items():
+        for t, s in types.items():
+            w = s.get("lost_at_5")
+            if w:
+                lines.append(f"| {name} | {t} | {w['n']} | {w['not_in_cq']} | {w['prior_rank_over_10']} | "
+                             f"{w['prior_rank_6_10']} | {w['prior_top5_final_below']} | "
+                             f"{w['top5_without_ppr']} | {w['title_named_by_top1']} | {w['top1_is_gold']} | "
+                             f"{w['title_with_several_paragraphs']} |")
     lines += ["", "## What PPR ranks above a second-hop gold passage", "",
               "Non-gold chunks that PPR ranks above a second-hop gold passage they rank below "
               "without PPR. 'same-title paragraph': another paragraph of its page is in the "
@@ -223,7 +255,7 @@ def main(argv=None) -> int:
         rows = diagnose(b, dataset, o)
         out["rows"][dataset] = rows
         out["summary"][dataset] = {t: summary([r for r in rows if r["type"] == t])
-                                   for t in TYPES[dataset]}
+                                   for t in TYPES[dataset]} | {"all": summary(rows)}
         if any(r["title_paragraphs"] > 1 for r in rows):  # pages of several paragraphs apart
             out["summary"][dataset]["title with several paragraphs"] = summary(
                 [r for r in rows if r["title_paragraphs"] > 1])

@@ -5,12 +5,13 @@ issue 21's ``leave_one_family_out``).
         --search benchmarks/results/quality21/quality_search_minilm.json \
         --search benchmarks/results/quality21/quality_search_bge.json
 
-Reads, never recomputes: the worst-family searches of ``quality_search.py``, one per
-embedder (each holds dense, the shipped preset and the selected setting on the three dev
+Reads, never recomputes: the worst-family selections of ``quality_grid.py`` (or
+``quality_search.py``), one per embedder (each holds dense, the shipped preset and the selected setting on the three dev
 families and 2Wiki test, and its leave-one-family-out runs). The first file (MiniLM, the
 default embedder) fills the issue-15 keys: ``tuned_on[<families chosen on>][<held-out
 family>]`` = the setting chosen on two families measured on the third; ``shipped_default``
-= the selected setting (shipped as that embedder's preset, config.PRESETS) on every set; ``by_type`` = it per question type.
+= the shipped preset of config.PRESETS on every set (``selected_now``: what the
+selection picks at the file's commit; ``selected_now_is_shipped`` says whether it is the preset); ``by_type`` = it per question type.
 ``leave_one_family_out[family][embedder]`` = {stitch (chosen on the other two), dense,
 own_best (the best on that family alone among the settings searched)}; ``per_embedder``
 repeats the shipped and dense rows for every embedder.
@@ -58,25 +59,33 @@ def main() -> None:
         tuned_on["+".join(x["chosen_on"])] = {"query_options": x["query_options"],
                                               held: {"stitch": _rec(x["stitch"]),
                                                      "dense": _rec(x["dense"])}}
-    shipped = {"rule": "each embedder's preset: chosen on the three dev families by the worst "
-                       "family's lift over dense (quality_search.py); 2Wiki test is never searched",
-               **{f: {"stitch": _rec(s["selected"][f]), "dense": _rec(s["dense"][f])}
-                  for f in SETS if f in s["selected"]}}
+    ship = lambda x: x.get("shipped_preset", x["selected"])  # noqa: E731  (config's preset)
+    shipped = {"rule": "each embedder's preset (config.PRESETS), chosen on the three dev families "
+                       "by the worst family's lift over dense; 2Wiki test is never searched",
+               **{f: {"stitch": _rec(ship(s)[f]), "dense": _rec(s["dense"][f])}
+                  for f in SETS if f in ship(s)}}
     by_type = {"setting": f"shipped preset of {s['embedder']}"}
-    for f in [f for f in ("2wiki_test", "hotpotqa_train", "musique_dev") if f in s["selected"]]:
-        st, de = _types(s["selected"][f]), _types(s["dense"][f])
+    for f in [f for f in ("2wiki_test", "hotpotqa_train", "musique_dev") if f in ship(s)]:
+        st, de = _types(ship(s)[f]), _types(s["dense"][f])
         by_type[f] = {t: {"n": v["n"], "stitch": {k: v[k] for k in v if k != "n"},
                           "dense": {k: de[t][k] for k in de[t] if k != "n"}} for t, v in st.items()}
     lofo: dict = {f: {} for f in FAMILIES}
-    per_embedder = {}
+    per_embedder, same = {}, {}
     for x in searches:
         emb = SHORT.get(x["embedder"], x["embedder"])
         for f, r in x["leave_one_family_out"].items():
             lofo[f][emb] = {"chosen_on": r["chosen_on"], "stitch": _rec(r["stitch"]),
                             "dense": _rec(r["dense"]), "own_best": _rec(r["own_best"]),
-                            "own_best_rule": r["own_best_rule"]}
-        per_embedder[emb] = {f: {"stitch": _rec(x["selected"][f]), "dense": _rec(x["dense"][f])}
-                             for f in SETS if f in x["selected"]}
+                            "own_best_rule": r["own_best_rule"],
+                            "gap_recall@5": round(r["own_best"]["recall"]["5"]
+                                                  - r["stitch"]["recall"]["5"], 4)}
+            for k in ("setting", "own_best_setting"):
+                if k in r:
+                    lofo[f][emb][k] = r[k]
+        per_embedder[emb] = {f: {"stitch": _rec(ship(x)[f]), "dense": _rec(x["dense"][f]),
+                                 "selected_now": _rec(x["selected"][f])}
+                             for f in SETS if f in ship(x)}
+        same[emb] = x["selected"].get("query_options") == ship(x).get("query_options")
     ranker = {}
     for p in a.ranker_lofo:
         x = json.loads(Path(p).read_text())
@@ -92,7 +101,13 @@ def main() -> None:
             "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
     out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,
            "by_type": by_type, "leave_one_family_out": lofo,
+           "leave_one_family_out_definition": (
+               "for each dev family f and embedder: stitch = the setting the selection procedure "
+               "chooses on the other two families (ranker trained on them), scored on f; own_best "
+               "= the same procedure run on f alone (same grid, ranker trained on f, in-sample); "
+               "gap_recall@5 = own_best - stitch. Procedure and grid: " + s["selection"]),
            "ranker_leave_one_family_out": ranker, "per_embedder": per_embedder,
+           "selected_now_is_shipped": same,
            "objective": s["objective"], "selection": s["selection"],
            "sources": {"search": src[0], "searches": src},
            "run": {"command": C.command(), "machine": C.machine()}}

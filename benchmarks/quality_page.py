@@ -60,11 +60,14 @@ def preset_note(res: dict) -> str:
     for d in (want, got):
         d.pop("method", None)
         d.get("stitch", {}).pop("top_k", None)
+    from hyperrag_fast.config import PAPER
+    off = json.loads(json.dumps(_plain(asdict(PAPER)), default=str))
     for part in ("stitch", "hybrid"):  # options removed since are not compared (as
         a, b = want.get(part, {}), got.get(part, {})  # render_figures.option_diff); one added
-        for k in [k for k in b if k not in a]:  # since counts only when it is on
-            b.pop(k)
-        for k in [k for k in a if k not in b and a[k] in (False, 0, 0.0, [], ())]:
+        for k in [k for k in b if k not in a]:  # since counts only when it is on (not at
+            b.pop(k)  # False/0/empty nor at the paper's value)
+        for k in [k for k in a if k not in b and (a[k] in (False, 0, 0.0, [], ())
+                                                  or off.get(part, {}).get(k, object()) == a[k])]:
             a.pop(k)
     return ("" if got == want else " **`stitch` here ran under an earlier preset, not today's "
             "preset of this embedder (its options are in the file).**")
@@ -121,7 +124,7 @@ def families_grid() -> list[str]:
     methods = [n for n in ORDER if any(n in r["methods"] for _, r in got)]
     out = ["## Three dev families x two embedders", "",
            "Each embedder with its own preset (`config.preset_for`, chosen by "
-           "`benchmarks/quality_search.py` by the worst family's lift over dense). Cells "
+           "`benchmarks/quality_grid.py` by the worst family's lift over dense). Cells "
            "R@2/R@5/R@8; the command and commit of each column are in its file "
            "(`quality_<set>.json`, bge ones under `bge/`). † = a row measured at another "
            "commit than the column's `stitch` row, under the options recorded with it (an "
@@ -154,8 +157,10 @@ def lofo_section() -> list[str]:
            "Per dev family and embedder: `dense`; the shipped preset (chosen on all three "
            "families, so in-sample here); the setting chosen on the other two families "
            "(leave-one-family-out, the ranker trained on those two); the family's own-tuned "
-           "best (the best on it alone among the settings the searches scored) and the gap. "
-           "From `generalization.json` (its `sources` name the search files and commands).", "",
+           "best and the gap. Definition (`generalization.json`, whose `sources` name the "
+           "selection files and commands): "
+           + g.get("leave_one_family_out_definition", "own best = the best on the family alone "
+                   "among the settings the searches scored."), "",
            "| family | embedder | dense | shipped (in-sample) | chosen on the other two | own best | "
            "gap to own best |", "|---|---|---|---|---|---|---|"]
     for fam, embs in lofo.items():

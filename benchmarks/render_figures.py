@@ -88,17 +88,27 @@ def preset(embedder: str | None = None) -> dict[str, Any]:
                                if base is not None else method_options(TUNED.method, None, 8))))
 
 
+def paper_off() -> dict[str, Any]:
+    """The published method's options (every signal off), as a row records them."""
+    from hyperrag_fast.config import PAPER
+    from hyperrag_fast.eval.harness import _plain
+    return _json(_plain(asdict(PAPER)))
+
+
 def option_diff(recorded: dict[str, Any], current: dict[str, Any],
-                prefix: str = "") -> tuple[list[str], list[str]]:
+                prefix: str = "", off: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
     """(options ``recorded`` sets otherwise than ``current``, options it does not record).
-    Options a record has and the code no longer has cannot run any more: not compared."""
+    Options a record has and the code no longer has cannot run any more: not compared.
+    An option added since counts only when it is on: not False/0/empty and not at its
+    value in ``off`` (the paper's options: e.g. one round more = 1)."""
     other, missing = [], []
+    off = paper_off() if off is None else off
     for k, v in current.items():
         if isinstance(v, dict) and isinstance(recorded.get(k), dict):
-            o, m = option_diff(recorded[k], v, f"{prefix}{k}.")
+            o, m = option_diff(recorded[k], v, f"{prefix}{k}.", off.get(k) or {})
             other, missing = other + o, missing + m
         elif k not in recorded:
-            if v not in (False, 0, 0.0, [], ()):  # an option added since, off: the row ran without it
+            if v not in (False, 0, 0.0, [], ()) and off.get(k, object()) != v:  # added since, off
                 missing.append(f"{prefix}{k}")
         elif recorded[k] != v:
             other.append(f"{prefix}{k} {recorded[k]}, now {v}")

@@ -178,10 +178,11 @@ def cmd_query(a) -> dict[str, Any] | None:
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
-    from .lean import lean_cache_loads, settle, skip_blas_probe
+    from .lean import import_usearch, lean_cache_loads, settle, skip_blas_probe
     # this process is ours: cached kernels load without Numba's compile registries, and
     # SciPy stays out (see hyperrag_fast.lean)
     lean_cache_loads() or skip_blas_probe()
+    import_usearch()
     ix = open_reader(a.index, verify=not a.no_verify, threads=1 if questions is None else None,
                      args=a)
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean

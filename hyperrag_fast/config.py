@@ -44,7 +44,8 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      k_bm25=0, ngram_min_words=1, title_words=False, hop_chunks=0,
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
-                     hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1)
+                     hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
+                     hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -149,7 +150,12 @@ class HybridOptions:
     name groups that neither the question nor its own title names, spanning at most
     ``hop_bridge_max`` chunks — each
     with the prior term hop_bridge x (the group's weight, as ``hop_idf``'s with exponent 1
-    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)).
+    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)). Off in both presets
+    (issue 21, lost on the dev families; ``methods/hops.py``): hop_rounds > 1, further
+    bridge rounds, each from the best chunk not yet a source; hop_bridge_titles, bridges
+    also from each named title's most similar chunk; hop_dense > 0, that many chunks
+    nearest q + v(top chunk) with the prior term hop_dense_weight x their similarity; mmr
+    > 0, the ranker's top-k picked by maximal marginal relevance (mu = mmr).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -203,14 +209,20 @@ class HybridOptions:
     hop_bridge: float = 1.0
     hop_bridge_max: float = 20
     hop_bridge_chunks: int = 1
+    hop_rounds: int = 1
+    hop_bridge_titles: bool = False
+    mmr: float = 0.0
+    hop_dense: int = 0
+    hop_dense_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
             raise ValueError("title_top must be >= 0")
         if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1 or self.hop_bridge_chunks < 1:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
-        if self.title_max < 0 or not self.hop_idf >= 0:
-            raise ValueError("title_max and hop_idf must be >= 0")
+        if self.title_max < 0 or not self.hop_idf >= 0 or self.hop_rounds < 1 or min(
+                self.hop_dense, self.hop_dense_weight, self.mmr) < 0:
+            raise ValueError("title_max, hop_idf, hop_dense(_weight), mmr >= 0; hop_rounds >= 1")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
@@ -276,30 +288,9 @@ def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
 PAPER_STITCH = StitchOptions.paper()
 PAPER_HYBRID = HybridOptions.paper()
 
-#: The dev-tuned configuration (2WikiMultiHopQA dev = first 200 questions), chosen by
-#: ``python benchmarks/tune_stitch.py --index-dir indexes/2wiki --cache-dir cache``
-#: (coordinate search from the paper's constants, objective mean of R@2/5/8; every
-#: setting tried is in ``benchmarks/results/tuning_stitch_dev.{md,json}``). Best there:
-#: dev R@2/5/8 .650/.868/.934 with question seeds from spaCy NER plus 2+-word n-grams.
-#: We take n-gram seeds alone (.644/.863/.927, inside the ~1-point noise of 200
-#: questions) because they keep spaCy off the query path: half the per-query latency on
-#: dev and no GIL-bound NER. The same rule (the cheaper option when the gap is inside
-#: the noise) kept ``temporal_max_group=50``, which bounds the temporal scan of hub names.
-#: Issue 15 recalibrated delta .6 -> .8 with ``benchmarks/quality_search.py`` (local
-#: mode: delta x lambda, then the second round, on dev only): dev .644/.863/.927 ->
-#: .679/.877/.921, and out of sample 2Wiki test .662/.870/.932 -> .695/.887/.929,
-#: HotpotQA .640/.875/.940 -> .680/.890/.935. The second round (``hop_chunks``) won on
-#: dev (.709/.881/.941) but lost on HotpotQA (.665/.880/.920), so it stayed off: an
-#: option the default keeps must hold on both datasets
-#: (``benchmarks/experiments/results/quality_search/quality_search_minilm_*.md``). Then question-side
-#: linking: ``title_words`` (a one-word title) and ``title_chunks`` (a named title's
-#: chunks get a prior term), both gaining on dev and HotpotQA; with them the second round
-#: (1 chunk, value 1) won on dev and on HotpotQA too, so it is on, and a fourth stage then
-#: started it from the named titles' chunks as well (``hop_titles``: dev objective
-#: +.007, HotpotQA +.003). The search's title stage takes the weakest value within .005
-#: of the dev best; with ``hop_titles`` on that is .3 (was 3), and a further pass changes
-#: nothing (``experiments/results/quality_search/quality_search_minilm_{title_chunks,hop_titles,second_pass,
-#: fixed_point}.md``).
+#: The dev-tuned configuration (``TUNED``, the MiniLM preset): first chosen on 2Wiki dev
+#: alone (``benchmarks/tune_stitch.py``, then issue 15's ``quality_search.py`` stages; the
+#: history with its figures is docs/architecture.md §6, "How the presets were chosen").
 #: Issue 21 (three dev families: 2Wiki dev, the HotpotQA sample, MuSiQue dev; the worst
 #: family's lift over dense, no family losing more than .01 objective; MiniLM tuning file
 #: ``benchmarks/experiments/results/quality_search/quality_search_minilm.{md,json}``):

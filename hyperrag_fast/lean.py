@@ -13,6 +13,23 @@ code, the embedder the same session.
   code links to), so a cache load starts that alone; a kernel missing from the cache is
   compiled as usual (Numba's compiler refreshes the registries itself). The loaded code
   is the same bytes either way.
+* the cache loads themselves (:func:`lean_cache_loads`, each trim skipped where this Numba
+  lacks what it replaces): a cached kernel's file holds its machine code (an ELF object on
+  Linux) and, for compiling *other* code that calls it, its LLVM bitcode. The bitcode is
+  parsed (~40 ms CPU for all the query's kernels) only to list the symbols the object
+  defines; they are read from the object's symbol table instead, and the bitcode is
+  parsed if and when code linking against the kernel is compiled. Each kernel's runtime
+  environments name a module (``numba.np.arrayobj`` for ``np.empty``, ...) that Numba
+  imports (~30 ms) only to hand its namespace to the environment, which object-mode code
+  alone reads; a module not yet imported is given a namespace holding its name. Numba's
+  timing events around each of its ~3,000 calls into LLVM are not sent while a kernel is
+  loaded (nothing listens to them then). Numba's runtime library (NRT's reference counts,
+  compiled from LLVM IR by every process, ~25 ms CPU) is saved beside the kernels' cache
+  once per Numba, llvmlite, Python and CPU and loaded from there. Typing an array
+  argument does not import ``numpy.ma`` to rule out a masked array (none exists before
+  it is imported).
+* :func:`import_usearch`: usearch imports ``urllib.request`` (for downloading its
+  binaries; ~9 ms CPU with http.client, ssl and email); it is loaded on first use.
 * :func:`skip_blas_probe` (when :func:`lean_cache_loads` cannot be installed): Numba's
   registry refresh imports ``numba.np.arraymath``, which imports ``scipy.linalg`` (~0.15 s
   CPU, ~15 MB) only to learn whether BLAS backs ``np.convolve`` / ``np.correlate`` in
@@ -35,8 +52,11 @@ from __future__ import annotations
 
 import gc
 import os
+import struct
 import sys
 from contextlib import contextmanager
+
+import numpy as np
 
 from .mmaps import trim_heap
 
@@ -76,7 +96,6 @@ def lean_cache_loads() -> bool:
     loads then refresh as before)."""
     import_numba()
     from numba.core import caching
-    from numba.core.runtime import nrt
     cache = caching.Cache
     if getattr(cache.load_overload, "lean", False):
         return True
@@ -84,13 +103,206 @@ def lean_cache_loads() -> bool:
         return False
 
     def load_overload(self, sig, target_context):
-        nrt.rtsys.initialize(target_context)  # the runtime the cached code calls into
-        with self._guard_against_spurious_io_errors():
+        _start_runtime(target_context, self._cache_path)  # the runtime the cached code calls
+        with _lean_rebuild(), self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
     load_overload.lean = True  # type: ignore[attr-defined]
     cache.load_overload = load_overload
+    _type_arrays_without_numpy_ma()
     return True
+
+
+class _NotAnArray:
+    """What ``np.ma.MaskedArray`` is while Numba types an array (no instance exists)."""
+
+
+def _type_arrays_without_numpy_ma() -> None:
+    """Numba types a NumPy array argument after checking it is no ``np.ma.MaskedArray``,
+    which imports ``numpy.ma`` (~8 ms CPU). Before ``numpy.ma`` is imported no masked
+    array exists, so the check is answered "no" without importing it."""
+    from numba.core.typing.typeof import typeof_impl
+    numba_typeof = typeof_impl.dispatch(np.ndarray)
+    if getattr(numba_typeof, "lean", False):
+        return
+    no_ma = type(sys)("numpy.ma (not imported)")
+    no_ma.MaskedArray = _NotAnArray
+
+    def typeof_ndarray(val, c):
+        if "numpy.ma" in sys.modules:
+            return numba_typeof(val, c)
+        np.ma = no_ma
+        try:
+            return numba_typeof(val, c)
+        finally:
+            if np.__dict__.get("ma") is no_ma:
+                del np.ma
+    typeof_ndarray.lean = True  # type: ignore[attr-defined]
+    typeof_impl.register(np.ndarray, typeof_ndarray)
+
+
+_SYM = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
+                 ("value", "<u8"), ("size", "<u8")])  # an ELF64 symbol table entry
+
+
+def elf_defined_symbols(obj: bytes) -> set[str] | None:
+    """The names of the symbols a little-endian ELF64 object defines (not files or
+    sections: what LLVM lists as its module's defined functions and globals); None when
+    ``obj`` is not such an object."""
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    out: set[str] = set()
+    for i in range(shnum):
+        typ, off, size, link = struct.unpack_from("<4xI16xQQI", obj, shoff + i * shentsize)
+        if typ != 2:  # SHT_SYMTAB
+            continue
+        str_off, str_size = struct.unpack_from("<QQ", obj, shoff + link * shentsize + 24)
+        names = obj[str_off:str_off + str_size]
+        syms = np.frombuffer(obj, _SYM, size // _SYM.itemsize, off)
+        keep = (syms["shndx"] != 0) & (syms["name"] != 0) & ~np.isin(syms["info"] & 0xF, (3, 4))
+        for at in syms["name"][keep].tolist():
+            out.add(names[at:names.index(b"\0", at)].decode())
+    return out
+
+
+@contextmanager
+def _lean_rebuild():
+    """While a cached kernel is rebuilt: the trims of the module docstring (the bitcode
+    parsed when needed, environments without imports, no LLVM-lock events)."""
+    from llvmlite.binding import ffi
+    from numba.core import codegen, environment
+    lib_cls, lock = codegen.CPUCodeLibrary, getattr(ffi.lib, "_lock", None)
+    saved = (lib_cls.__dict__["_unserialize"], environment._rebuild_env,
+             getattr(lock, "_cblist", None))
+    lib_cls._unserialize = classmethod(lambda c, cg, state: _unserialize(c, cg, state, saved[0]))
+    environment._rebuild_env = _rebuild_env
+    if saved[2] is not None:
+        lock._cblist = []
+    try:
+        yield
+    finally:
+        lib_cls._unserialize, environment._rebuild_env = saved[:2]
+        if saved[2] is not None:
+            lock._cblist = saved[2]
+
+
+def _unserialize(cls, codegen, state, numba_unserialize):
+    """``CPUCodeLibrary._unserialize`` for an object-code cache entry, the symbols read
+    from the object; other entries as Numba does (``numba_unserialize``)."""
+    import llvmlite.binding as ll
+    name, kind, data = state
+    names = elf_defined_symbols(data[0]) if kind == "object" else None
+    engine = getattr(codegen, "_engine", None)
+    if names is None or not isinstance(getattr(engine, "_defined_symbols", None), set):
+        return numba_unserialize.__func__(cls, codegen, state)
+    object_code, shared_bitcode = data
+    lib = codegen.create_library(name)
+    lib.enable_object_caching()
+    lib._set_compiled_object(object_code)
+    lib._finalize_final_module()
+    engine._defined_symbols |= names
+
+    def module_for_linking():  # parsed once, when code calling this kernel is compiled
+        if lib._shared_module is None:
+            lib._shared_module = ll.parse_bitcode(shared_bitcode)
+        return lib._shared_module
+    lib._get_module_for_linking = module_for_linking
+    return lib
+
+
+def _start_runtime(ctx, folder: str) -> None:
+    """``nrt.rtsys.initialize(ctx)`` with Numba's runtime library (its reference counts,
+    compiled from LLVM IR in every process: ~25 ms CPU) read from ``folder`` (the kernels'
+    cache) when a process saved it there, else compiled as Numba does and saved."""
+    from numba.core.runtime import nrt, nrtdynmod
+    compile_nrt = nrtdynmod.compile_nrt_functions
+    nrtdynmod.compile_nrt_functions = lambda c: _nrt_library(c, folder, compile_nrt)
+    try:
+        nrt.rtsys.initialize(ctx)
+    finally:
+        nrtdynmod.compile_nrt_functions = compile_nrt
+
+
+def _nrt_library(ctx, folder: str, compile_nrt):
+    """The runtime's code library: the saved one of this Numba, llvmlite, Python and CPU
+    (checked against the digest saved with it), else compiled (``compile_nrt``'s steps
+    with its object code kept) and saved for the next process."""
+    import hashlib
+    import pickle
+
+    import llvmlite
+    import numba
+    from numba.core.runtime import nrtdynmod
+    codegen = ctx.codegen()
+    key = hashlib.sha256(repr((numba.__version__, llvmlite.__version__, sys.version,
+                               codegen.magic_tuple())).encode()).hexdigest()[:20]
+    path = os.path.join(folder, f"hyperrag-nrt-{key}.nbo")
+    try:
+        with open(path, "rb") as f:
+            digest, state = f.read(32), f.read()
+        if hashlib.sha256(state).digest() == digest:
+            with _lean_rebuild():
+                return codegen.unserialize_library(pickle.loads(state))
+    except OSError:
+        pass
+    create = getattr(nrtdynmod, "create_nrt_module", None)
+    if create is None:
+        return compile_nrt(ctx)
+    ir_mod, library = create(ctx)
+    library.enable_object_caching()  # keeps the object code to save; the same code
+    library.add_ir_module(ir_mod)
+    library.finalize()
+    try:
+        state = pickle.dumps(library.serialize_using_object_code(), protocol=4)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(hashlib.sha256(state).digest() + state)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return library
+
+
+def _rebuild_env(modname, consts, env_name):
+    """``numba.core.environment._rebuild_env`` without importing ``modname`` (its
+    namespace is read by object-mode code only)."""
+    from numba.core import environment
+    env = environment.lookup_environment(env_name)
+    if env is not None:
+        return env
+    mod = sys.modules.get(modname)
+    env = environment.Environment(mod.__dict__ if mod is not None else {"__name__": modname})
+    env.consts[:] = consts
+    env.env_name = env_name
+    environment.Environment._memo[env_name] = env
+    return env
+
+
+class _OnFirstUse(type(sys)):
+    """A module standing in for one not imported yet: the first attribute read imports
+    the real module (which then replaces it) and answers from it."""
+
+    def __getattr__(self, attr):
+        import importlib
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def import_usearch() -> None:
+    """``import usearch.index`` (when installed) with ``urllib.request``, which usearch
+    imports only to download binaries (http.client, ssl, email: ~9 ms CPU), imported on
+    first use instead; nothing when either is imported already."""
+    if "usearch.index" in sys.modules or "urllib.request" in sys.modules:
+        return
+    import urllib
+    sys.modules["urllib.request"] = urllib.request = _OnFirstUse("urllib.request")  # type: ignore[attr-defined]
+    try:
+        import usearch.index  # noqa: F401
+    except ImportError:  # not installed: the ANN load names the extra
+        pass
 
 
 def skip_blas_probe() -> bool:

@@ -123,7 +123,7 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
             elif s == "coda":
                 from .coda.system import build_coda
                 coda = build_coda(index)
-                coda.save(root / "coda")
+                coda.save(root / "coda", release=True)  # then let go: bounded memory
                 table = coda.table
                 del coda
             else:

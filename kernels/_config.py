@@ -26,6 +26,8 @@ CACHE = os.environ.get("HYPERRAG_NO_CACHE", "") == "" and not numba.config.BOUND
 _FOLDER = Path(__file__).resolve().parent
 _FOLDER_STR = str(_FOLDER)
 _stamps: dict = {}
+_ours: dict[str, bool] = {}  # folder of a kernel's file -> is this folder
+_ensured: set[str] = set()  # cache folders checked writable by this process
 
 
 def folder_stamp(folder: Path = _FOLDER) -> bytes:
@@ -55,12 +57,20 @@ def _folder_locator(base):
         def get_source_stamp(self):
             return folder_stamp()
 
+        def ensure_cache_path(self):
+            """Numba's check (the folder made, a file written in it), once per folder
+            and process instead of once per kernel."""
+            path = self.get_cache_path()
+            if path not in _ensured:
+                super().ensure_cache_path()
+                _ensured.add(path)
+
         @classmethod
         def from_function(cls, py_func, py_file):
-            if (os.path.dirname(py_file) != _FOLDER_STR  # the usual case, without syscalls
-                    and Path(py_file).resolve().parent != _FOLDER):
-                return None
-            return super().from_function(py_func, py_file)
+            folder = os.path.dirname(py_file)
+            if folder not in _ours:  # once per folder (this one, or a link to it)
+                _ours[folder] = folder == _FOLDER_STR or Path(folder).resolve() == _FOLDER
+            return super().from_function(py_func, py_file) if _ours[folder] else None
     Locator.__name__ = Locator.__qualname__ = f"HyperragKernels{base.__name__}"
     return Locator
 

@@ -91,6 +91,41 @@ def test_bridge_on_an_index_reaches_the_second_hop():
     assert HybridOptions.paper().hop_bridge == 0.0
 
 
+def test_later_rounds_follow_the_chain():
+    """"Who is the spouse of the director of Film Nine?" over a chain of pages each naming
+    the next (Film Nine -> Ivo Stark -> Lena Dahl -> Mara Quist). The first bridge round
+    adds Ivo Stark's passage (a name of the top chunk, Film Nine); hop_rounds 2 bridges
+    once more from the best chunk not yet a source (Ivo Stark's) and adds exactly his new
+    name's passage (Lena Dahl's), never Film Nine's names again; 1 = unchanged."""
+    from hyperrag_fast.chunking import Document
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.retriever import Retriever
+    docs = [Document("f", "Film Nine", "Film Nine is a drama directed by Ivo Stark."),
+            Document("p", "Ivo Stark", "Ivo Stark married Lena Dahl in Town Three."),
+            Document("s", "Lena Dahl", "Lena Dahl was the pupil of Mara Quist."),
+            Document("x", "Mara Quist", "Mara Quist is a painter.")]
+    docs += [Document(f"d{i}", f"Other {i}", f"Other {i} is a tale about a film.") for i in range(6)]
+    ix = HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(), progress=False)
+    r = Retriever(ix, HashingEmbedder())
+    one = replace(TUNED, k_chunks=2, k_nodes=1, stitch=TUNED.stitch.replace(top_k=2),
+                  hybrid=replace(TUNED.hybrid, rank_weights=(), bm25_weight=0.0, hop_chunks=0,
+                                 hop_bridge=1.0))
+    qs = "Who is the spouse of the director of Film Nine?"
+    a = r.retrieve(qs, one, detail=True)
+    b = r.retrieve(qs, replace(one, hybrid=replace(one.hybrid, hop_rounds=2)), detail=True)
+    row = {c.title: i for i, c in enumerate(ix.chunks)}
+    cand_a = np.asarray(a.detail["cand_chunks"]).tolist()
+    cand_b = np.asarray(b.detail["cand_chunks"]).tolist()
+    assert a.chunks[0].title == "Film Nine" and cand_a[-1] == row["Ivo Stark"]
+    assert cand_b[:len(cand_a)] == cand_a and cand_b[len(cand_a):] == [row["Lena Dahl"]]
+    same = r.retrieve(qs, replace(one, hybrid=replace(one.hybrid, hop_rounds=1)), detail=True)
+    assert np.asarray(same.detail["cand_chunks"]).tolist() == cand_a
+    assert [c.title for c in same.chunks] == [c.title for c in a.chunks]
+    assert HybridOptions().hop_rounds == 1 and HybridOptions.paper().hop_rounds == 1
+
+
 @settings(max_examples=100, deadline=None)
 @given(chunk_st, st.integers(0, 3), st.sampled_from([0.0, 1.0, 3.0]))
 def test_hop_idf_scales_the_second_round(chunks, t, p):
@@ -125,6 +160,7 @@ def test_title_lookup_pages():
 
 def test_options_validated():
     import pytest
-    for bad in ({"hop_bridge": -1.0}, {"hop_bridge_max": 0.5}, {"hop_idf": -1.0}, {"title_max": -1}):
+    for bad in ({"hop_bridge": -1.0}, {"hop_bridge_max": 0.5}, {"hop_idf": -1.0}, {"title_max": -1},
+                {"hop_rounds": 0}):
         with pytest.raises(ValueError):
             HybridOptions(**bad)

@@ -570,3 +570,62 @@ def test_alias_discovery_merges_abbreviations():
     assert [(r.a, r.b, r.source) for r in t.rows] == [("basal cell carcinoma", "bcc", "alias")]
     assert t.groups() == [["bcc", "basal cell carcinoma"]]  # heaviest member (2 chunks) heads
     assert alias_rows(kg, {("x", "y"): 1}) == []
+
+
+@SETTINGS
+@given(st.integers(1, 12), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_best_sentence_reads_only_the_candidates_sentences(n_chunks, n_sent, seed):
+    """The fact_weight term from a chunk -> sentences CSR over the candidates only equals
+    the earlier full pass: max(-1, max sim(q, s) over the chunk's sentences s)."""
+    rng = np.random.default_rng(seed)
+    g = _tiny()
+    g.n_chunks = n_chunks
+    sv = rng.standard_normal((n_sent, 8)).astype(np.float32)
+    sc = rng.integers(0, n_chunks, n_sent).astype(np.int64)  # unsorted, some chunks empty
+    q = rng.standard_normal(8).astype(np.float32)
+    ids = rng.permutation(n_chunks)[:rng.integers(1, n_chunks + 1)].astype(np.int64)
+    r = CodaRetriever(g, sent_vec=sv, sent_chunk=sc)
+    want = [max([-1.0] + [float(sv[i] @ q) for i in range(n_sent) if sc[i] == c])
+            for c in ids]
+    np.testing.assert_allclose(r._best_sentence(q, ids), want, rtol=0, atol=1e-5)
+
+
+class _CountingEmbedder:
+    """HashingEmbedder with ``with_threads`` (the ONNX encoders' hook): records calls."""
+
+    def __init__(self, calls):
+        self.calls, self.dim = calls, EMB.dim
+
+    def with_threads(self, n):
+        self.calls.append(("threads", n))
+        return self
+
+    def embed(self, texts):
+        self.calls.append(("embed", len(texts)))
+        return EMB.embed(texts)
+
+
+def test_names_embedded_from_one_thread_per_core_get_the_same_vectors(monkeypatch):
+    from hyperrag_fast.coda import raw_kg
+    texts = [f"name {i} of {i % 7}" for i in range(1500)]
+    monkeypatch.setattr(raw_kg.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    calls = []
+    got, found = raw_kg.embed_known(texts, _CountingEmbedder(calls), {}, EMB.dim)
+    assert found.all() and ("threads", 1) in calls
+    assert sum(n for k, n in calls if k == "embed") == len(texts)
+    assert len([c for c in calls if c[0] == "embed"]) > 1  # split across the workers
+    np.testing.assert_array_equal(got, np.asarray(EMB.embed(texts), np.float32))
+
+
+def test_save_releasing_the_graph_writes_the_same_files(index, tmp_path):
+    """``save(release=True)`` (the build step: the consolidated graph let go before the
+    unmerged one is assembled) writes byte for byte what a plain save writes."""
+    s = build_coda(index)
+    s.save(tmp_path / "a")
+    s.save(tmp_path / "b", release=True)
+    assert s.graph is None
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*")
+                           if p.is_file()) and len(files) > 10
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f

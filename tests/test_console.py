@@ -1,7 +1,8 @@
 """The ``hyperrag`` console entry of a one-shot query (``hyperrag_fast.console``,
 ``hyperrag_fast.lean``; docs/architecture.md §3, "Cold start"): the same answer as the
 CLI in-process, NumPy's BLAS on one thread, Numba's cached kernels loaded without its
-compile registries, SciPy and PyYAML never imported, and the process ended (atexit
+compile registries, SciPy, PyYAML, the modules of Numba's array implementations, numpy.ma
+and usearch's downloader (http.client) never imported, and the process ended (atexit
 handlers run) once its output is flushed (a closed pipe: tests/test_cli_bad_input.py). The regex extractor and hashing embedder keep
 it fast."""
 from __future__ import annotations
@@ -23,7 +24,8 @@ def report():
     sys.stderr.write("REPORT " + json.dumps({
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "lean_loads": bool(getattr(caching.Cache.load_overload, "lean", False)),
-        "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath") if m in sys.modules),
+        "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath", "numba.np.arrayobj",
+                                       "numpy.ma", "http.client") if m in sys.modules),
     }) + "\\n")
 atexit.register(report)
 sys.argv = ["hyperrag", *sys.argv[1:]]
@@ -92,3 +94,81 @@ def test_numba_keeps_reading_a_config_file_in_the_working_directory(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr[-2000:]
+
+
+def test_the_symbols_read_from_a_kernel_object_are_the_ones_llvm_lists():
+    """The lean cache load takes a kernel's defined symbols from its ELF object instead of
+    parsing its bitcode (hyperrag_fast.lean): the same names."""
+    import llvmlite.binding as ll
+    from numba import njit
+
+    from hyperrag_fast.lean import elf_defined_symbols
+
+    @njit
+    def f(x):
+        return np.empty(x.shape[0]) + x.sum()
+
+    import numpy as np
+    f(np.ones(3))
+    name, kind, (obj, bitcode) = f.overloads[f.signatures[0]].library.serialize_using_object_code()
+    mod = ll.parse_bitcode(bitcode)
+    want = {g.name for gs in (mod.functions, mod.global_variables) for g in gs
+            if not g.is_declaration}
+    got = elf_defined_symbols(obj)
+    if got is None:
+        pytest.skip("not an ELF64 platform: the lean load parses the bitcode as Numba does")
+    assert got == want and len(want) > 2
+
+
+LINKED = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from hyperrag_fast import lean
+if sys.argv[2] == "lean":
+    assert lean.lean_cache_loads()
+import numpy as np
+from numba import njit
+from cached_mod import inner
+x = np.arange(5.0)
+print(inner(x))                 # a cached kernel, loaded (lean in the second process)
+@njit
+def outer(x):                   # compiled here: links against the loaded kernel's bitcode
+    return inner(x) * 2.0
+print(outer(x))
+"""
+
+
+def test_code_compiled_after_a_lean_cache_load_links_against_the_loaded_kernel(tmp_path):
+    (tmp_path / "cached_mod.py").write_text(
+        "import numpy as np\nfrom numba import njit\n\n@njit(cache=True)\n"
+        "def inner(x):\n    out = np.empty(x.shape[0])\n    for i in range(x.shape[0]):\n"
+        "        out[i] = x[i] * x[i]\n    return out.sum()\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    outs = []
+    for mode in ("fill", "lean", "lean"):  # the first lean load saves Numba's runtime, the next reads it
+        r = subprocess.run([sys.executable, "-c", LINKED, str(tmp_path), mode], capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs.append(r.stdout.split())
+    assert outs == [["30.0", "60.0"]] * 3
+    assert list((tmp_path / "cache").rglob("*.nbc"))  # the lean processes loaded it
+    assert len(list((tmp_path / "cache").rglob("hyperrag-nrt-*.nbo"))) == 1
+
+
+def test_a_damaged_saved_runtime_is_compiled_again(tmp_path):
+    """The saved Numba runtime (hyperrag_fast.lean) is checked against its digest: a
+    damaged file is compiled again and replaced, and the kernels run the same."""
+    (tmp_path / "cached_mod.py").write_text(
+        "import numpy as np\nfrom numba import njit\n\n@njit(cache=True)\n"
+        "def inner(x):\n    return np.empty(3).shape[0] + x.sum()\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    run = lambda: subprocess.run([sys.executable, "-c", LINKED, str(tmp_path), "lean"],  # noqa: E731
+                                 capture_output=True, text=True, timeout=300, env=env)
+    first = run()
+    saved, = (tmp_path / "cache").rglob("hyperrag-nrt-*.nbo")
+    good = saved.read_bytes()
+    saved.write_bytes(good[:40] + bytes([good[40] ^ 1]) + good[41:])
+    again = run()
+    assert first.returncode == again.returncode == 0, again.stderr[-2000:]
+    assert first.stdout == again.stdout and first.stdout.split() == ["13.0", "26.0"]
+    assert saved.read_bytes() == good

@@ -83,3 +83,13 @@ def test_hop_off_is_the_first_round_and_on_changes_seeds():
     g = eng.graph
     assert set(g.node_chunk[nodes].tolist()) >= {int(a.chunk_ids[0])}
     assert hop_seeds(eng, q, a.chunk_ids[:0], np.empty(0, np.int64), HybridOptions())[0].size == 0
+
+
+@given(st.lists(st.integers(-3, 40), max_size=60), st.sampled_from([np.int32, np.int64]))
+def test_the_unique_of_the_second_round_is_numpys(xs, dtype):
+    """engine.unique (np.unique without importing numpy.ma), which the second round uses,
+    gives np.unique's sorted distinct values and dtype."""
+    from hyperrag_fast.engine import unique
+    a = np.asarray(xs, dtype=dtype)
+    got, want = unique(a), np.unique(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

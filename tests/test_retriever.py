@@ -108,3 +108,16 @@ def test_register_method(retriever):
         assert [c.chunk_id for c in res.chunks] == [c.chunk_id for c in retriever.index.chunks[:2]]
     finally:
         del METHODS["first"]
+
+
+def test_engine_reads_plain_views_of_the_mapped_graph(retriever):
+    """The query's Python steps slice the engine's graph arrays hundreds of times a query:
+    they are plain ndarray views of the index's memory maps (no np.memmap per slice, no copy)."""
+    g, eng = retriever.index.graph, retriever.state.engine
+    assert isinstance(g.chunk_nodes, np.memmap)  # the fixture's index is mmap-loaded
+    for name in ("chunk_ptr", "chunk_nodes", "node_group", "group_ptr", "group_nodes",
+                 "nc_ptr", "nc_chunks", "group_chunks"):
+        a, b = getattr(eng.graph, name), getattr(g, name)
+        assert type(a) is np.ndarray, name
+        assert np.shares_memory(a, b) and np.array_equal(a, b), name
+    assert eng.graph.group_key is g.group_key and eng.graph.n_chunks == g.n_chunks

@@ -159,6 +159,15 @@ class CodaRetriever:
         self.keywords = keywords
         self.eliminator = eliminator
         self.chunk_vec = chunk_vec
+        # FastRP rows transposed, contiguous: the product with the entries' rows reads
+        # them in order (2Wiki, 40k x 128: 3.8 vs 7.9 ms, the same floats)
+        self._frp_t = np.ascontiguousarray(graph.frp.T)
+        self._sent_ptr = self._sent_ord = None  # chunk -> its sentences (CSR)
+        if sent_chunk is not None:
+            sc = np.asarray(sent_chunk, np.int64)
+            self._sent_ord = np.argsort(sc, kind="stable")
+            self._sent_ptr = np.concatenate(
+                [[0], np.cumsum(np.bincount(sc, minlength=graph.n_chunks))]).astype(np.int64)
         if keywords is not None and embedder is None:
             raise ValueError("LLM keywords need an embedder to match them to the graph")
         rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
@@ -220,7 +229,7 @@ class CodaRetriever:
             for r in induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce):
                 rels.setdefault(int(r), "contextual")
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
-            fs = (g.frp[e0] @ g.frp.T).max(axis=0).astype(np.float64)
+            fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
             fe = top_k_desc(fs, o.k_functional, exclude=e0)
             for e in fe[fs[fe] > 0]:
                 ents.setdefault(int(e), "functional")
@@ -302,9 +311,7 @@ class CodaRetriever:
                 for c, v in zip(lid, ls):
                     score[pos[int(c)]] += o.lexical_weight * v
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
-            best = np.full(g.n_chunks, -1.0)
-            np.maximum.at(best, self.sent_chunk, (self.sent_vec @ q).astype(np.float64))
-            score = score + o.fact_weight * best[ids]
+            score = score + o.fact_weight * self._best_sentence(q, ids)
         o_ = np.lexsort((ids, -score))
         if o.diversity > 0 and self.chunk_vec is not None:
             o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
@@ -312,6 +319,16 @@ class CodaRetriever:
             o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)
         o_ = o_[:top_k]
         return ids[o_].astype(np.int64), score[o_]
+
+    def _best_sentence(self, q, ids) -> np.ndarray:
+        """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
+        those sentences' vectors are read."""
+        lo, n = self._sent_ptr[ids], self._sent_ptr[ids + 1] - self._sent_ptr[ids]
+        pos = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
+        sims = (np.asarray(self.sent_vec[self._sent_ord[pos]]) @ q).astype(np.float64)
+        best = np.full(ids.size, -1.0)
+        np.maximum.at(best, np.repeat(np.arange(ids.size), n), sims)
+        return best
 
     def _eliminate(self, text, E, R, ents, rels, ent_sim, rel_sim, o, ez=None, rz=None):
         if self.eliminator is not None:

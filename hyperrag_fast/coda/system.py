@@ -61,13 +61,18 @@ class CodaSystem:
                                  self.table.group_of(), self.frp)
         return self.graph
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, release: bool = False) -> Path:
         """Write the raw KG, its vectors, ``meta.json`` and ``merge_table.json`` (what a
         changed table is applied to) and the assembled graphs a query opens
-        (``graph/``: consolidated; ``base_graph/``: no merge)."""
+        (``graph/``: consolidated; ``base_graph/``: no merge). ``release``: let the
+        consolidated graph go once written (``graph`` is None after), so the unmerged one
+        is assembled without it held: the build step's peak memory (the caller drops the
+        system next)."""
         d = save_raw(path, self.raw, self.raw_ent_vec, self.raw_rel_vec, self.meta)
         self.table.save(d / MERGE_FILE)
         save_graph(d / GRAPH_DIR, self.graph)
+        if release:
+            self.graph = None
         base = self._base or consolidate(self.raw, self.raw_ent_vec, self.raw_rel_vec, None,
                                          self.frp)
         save_graph(d / BASE_DIR, base)  # not kept: memory

@@ -15,8 +15,10 @@ import time
 import numpy as np
 
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..engine import unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
+from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
 
 
 def _ms(t0: float) -> float:
@@ -64,19 +66,28 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     bridged = False
-    for t in r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist():
+    sources = r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist()
+    if hybrid.hop_bridge > 0 and hybrid.hop_bridge_titles and named.size:
+        sources += [c for c in _best_per_title(state.lookups[key], named, share) if c not in sources]
+    for t in sources:
         b_c, b_v = bridge_chunks(eng, q, t, _named_groups(state.lookups[key], text, t),
                                  hybrid.hop_bridge_max)  # the first round's top chunks' new names
         if b_c.size:
             c0 = np.concatenate([c0, b_c])
             bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
             bridged = True
+    if hybrid.hop_dense > 0 and r.chunk_ids.size:
+        d_c, d_v = hop_dense(state, eng, q, int(r.chunk_ids[0]), hybrid.hop_dense)
+        if d_c.size:
+            c0 = np.concatenate([c0, d_c])
+            bonus = np.concatenate([bonus, hybrid.hop_dense_weight * d_v])
+            bridged = True
     if hybrid.hop_chunks > 0 or bridged:
         hop, hop_v = np.empty(0, np.int64), np.empty(0)
         if hybrid.hop_chunks > 0:
             top = r.chunk_ids[:hybrid.hop_chunks]
             if hybrid.hop_titles and named.size:
-                top = np.unique(np.concatenate([top, named]))
+                top = unique(np.concatenate([top, named]))
             hop, hop_v = hop_seeds(eng, q, top, seeds, hybrid)
         if hop.size or bridged:
             seeds = np.concatenate([seeds, hop])
@@ -84,12 +95,21 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                                      hop_v])
             r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                           seed_values=values, detail=detail)
+    if bridged and hybrid.hop_rounds > 1:
+        lk = state.lookups[key]
+        r, c0, seeds = later_rounds(
+            eng, q, v0, (c0, bonus), (seeds, values), r, stitch, hybrid, detail, set(sources),
+            lambda t: bridge_chunks(eng, q, t, _named_groups(lk, text, t), hybrid.hop_bridge_max),
+            lambda t, s: hop_seeds(eng, q, np.asarray([t], np.int64), s, hybrid))
     ids, scores, X = r.chunk_ids, r.scores, None
     if hybrid.rank_weights or detail:
         X = rank_features(r.cq, r.cq_sim, r.cq_score, r.cq_prior, r.cq_pi, dense, (b_ids, b_s),
                           (named, share))
         if hybrid.rank_weights:
-            ids, scores = fused_top(r.cq, X, hybrid.rank_weights, stitch.top_k)
+            ids, scores = fused_top(r.cq, X, hybrid.rank_weights,
+                                    r.cq.shape[0] if hybrid.mmr > 0 else stitch.top_k)
+            if hybrid.mmr > 0:
+                ids, scores = mmr_top(eng, ids, scores, hybrid.mmr, stitch.top_k)
     if hybrid.graph_gate and not hybrid.rank_weights:
         ids, scores = gated_top(r.cq, r.cq_prior, r.cq_pi, stitch.top_k)
     if hybrid.title_max > 0:
@@ -126,13 +146,16 @@ def _share(v: np.ndarray) -> np.ndarray:
     return v / m if m > 0 else np.zeros_like(v, dtype=np.float64)
 
 
-def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0."""
+def _lookup(cq: np.ndarray, ids: np.ndarray, values: np.ndarray,
+            pos: dict[int, int] | None = None) -> np.ndarray:
+    """values[j] at the C_q rows holding ids[j] (the largest when an id repeats), else 0;
+    ``pos``: {chunk id: its C_q row}, when the caller made it already."""
     out = np.zeros(cq.shape[0])
     if ids.size:
-        pos = {int(c): i for i, c in enumerate(cq.tolist())}
+        if pos is None:
+            pos = {c: i for i, c in enumerate(cq.tolist())}
         for c, x in zip(ids.tolist(), np.asarray(values, np.float64).tolist()):
-            i = pos.get(int(c))
+            i = pos.get(c)
             if i is not None and x > out[i]:
                 out[i] = x
     return out
@@ -143,68 +166,15 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
                   title: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """The (|C_q|, len(FEATURES)) feature matrix of one query: ``dense`` = the chunk
     candidates in similarity order; ``bm25`` = (ids, scores); ``title`` = (ids, shares)."""
-    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])))
+    pos = {c: i for i, c in enumerate(cq.tolist())}  # one map for the three lookups
+    dense_rr = _lookup(cq, dense, 1.0 / (1.0 + np.arange(dense.shape[0])), pos)
     b_ids, b_s = bm25
-    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64))) if b_ids.size else np.zeros(cq.shape[0])
+    bm = _lookup(cq, b_ids, _share(np.asarray(b_s, np.float64)), pos) if b_ids.size else np.zeros(cq.shape[0])
     t_ids, t_s = title
     return np.column_stack([
         _share(prior), _share(pi), _recip_rank(pi), _recip_rank(prior), dense_rr,
         sim - (sim.max() if sim.size else 0.0), _share(np.log1p(np.maximum(score, 0.0))), bm,
-        _lookup(cq, t_ids, t_s)])
-
-
-def _named_groups(lk, text: str, t: int) -> np.ndarray:
-    """The name groups the question names (any n-gram) and the group of chunk ``t``'s own
-    title: a bridge is a name the first hop adds (``hop_bridge``)."""
-    keys = lk.ngram_keys(text, min_n=1)
-    if lk.titles is not None:
-        keys.append(lk.titles.page_key(t))
-    return np.asarray(lk.groups_of_keys(keys), np.int64)
-
-
-def bridge_groups(eng, q: np.ndarray, t: int, named: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The bridge names of chunk ``t`` (``HybridOptions.hop_bridge``): its name groups g
-    not in ``named``, each weighted w_g ln(1 + N_C / n_g) / ln(1 + N_C) (n_g: the group's
-    chunks; w_g: max(0, sim(q, v)) of g's best state in ``t`` over ``t``'s best state, the
-    ``hop_weight="sim"`` rule), as (groups ascending, weights)."""
-    g = eng.graph
-    t_nodes = g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]
-    t_groups = g.node_group[t_nodes]
-    keep = ~np.isin(t_groups, named)
-    if not keep.any():
-        return np.empty(0, np.int64), np.empty(0)
-    sim = np.maximum((eng.node_vec[t_nodes].astype(np.float64) * q).sum(axis=1), 0.0)
-    sim = sim / sim.max() if sim.max() > 0 else np.ones_like(sim)
-    gk, sk = t_groups[keep].astype(np.int64), sim[keep]
-    n = float(g.n_chunks)
-    w = sk * np.log1p(n / np.maximum(g.group_chunks[gk], 1)) / math.log1p(n)
-    grp = np.unique(gk)
-    best = np.zeros(grp.shape[0])
-    np.maximum.at(best, np.searchsorted(grp, gk), w)
-    return grp, best
-
-
-def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """``HybridOptions.hop_bridge``'s candidates: the chunks (other than ``t``) of the
-    bridge groups of chunk ``t`` (:func:`bridge_groups`) spanning at most ``max_group``
-    chunks, each with its group's weight x max(0, sim(q, c)) (the largest over its groups;
-    a chunk whose weight is 0 is left out)."""
-    g = eng.graph
-    grp, wg = bridge_groups(eng, q, t, named)
-    ok = g.group_chunks[grp] <= max_group
-    out: dict[int, float] = {}
-    for x, w in zip(grp[ok].tolist(), wg[ok].tolist()):
-        nodes = g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
-        cs = np.unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
-        cs = cs[cs != t]
-        if not cs.size:
-            continue
-        sim = np.maximum((eng.chunk_vec[cs].astype(np.float64) * q).sum(axis=1), 0.0)
-        for c, v in zip(cs.tolist(), (w * sim).tolist()):
-            if v > out.get(c, 0.0):
-                out[c] = v
-    return np.asarray(list(out), np.int64), np.asarray(list(out.values()), np.float64)
+        _lookup(cq, t_ids, t_s, pos)])
 
 
 def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
@@ -226,23 +196,6 @@ def _final_order(r, X, hybrid: HybridOptions) -> tuple[np.ndarray, np.ndarray]:
     pi = np.asarray(r.cq_pi, np.float64)
     order = np.argsort(-pi, kind="stable")
     return np.asarray(r.cq, np.int64)[order], pi[order]
-
-
-def page_capped(ranked: np.ndarray, scores: np.ndarray, pages: np.ndarray, cap: int,
-                top_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top-k of ``ranked`` (best first) once every chunk whose page already has ``cap``
-    chunks above it moves after the others, order kept within both parts
-    (``HybridOptions.title_max``); ``pages[c]`` = chunk c's page id (-1: no title)."""
-    seen: dict[int, int] = {}
-    keep, later = [], []
-    for i, c in enumerate(ranked.tolist()):
-        p = int(pages[c])
-        n = seen.get(p, 0) if p >= 0 else 0
-        (keep if n < cap else later).append(i)
-        if p >= 0:
-            seen[p] = n + 1
-    order = np.asarray(keep + later, np.int64)[:top_k]
-    return ranked[order].astype(np.int64), np.asarray(scores, np.float64)[order]
 
 
 def graph_weight(prior: np.ndarray) -> float:
@@ -281,6 +234,60 @@ def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
         w = np.maximum((eng.chunk_vec[ids] * q.astype(eng.chunk_vec.dtype)).sum(axis=1), 0.0)
         shares.append(w / w.sum() if w.sum() > 0 else np.full(ids.shape[0], 1.0 / ids.shape[0]))
     return np.concatenate(titled), np.concatenate(shares).astype(np.float64)
+
+
+def _named_groups(lk, text: str, t: int) -> np.ndarray:
+    """The name groups the question names (any n-gram) and the group of chunk ``t``'s own
+    title: a bridge is a name the first hop adds (``hop_bridge``)."""
+    keys = lk.ngram_keys(text, min_n=1)
+    if lk.titles is not None:
+        keys.append(lk.titles.page_key(t))
+    return np.asarray(lk.groups_of_keys(keys), np.int64)
+
+
+def bridge_groups(eng, q: np.ndarray, t: int, named: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bridge names of chunk ``t`` (``HybridOptions.hop_bridge``): its name groups g
+    not in ``named``, each weighted w_g ln(1 + N_C / n_g) / ln(1 + N_C) (n_g: the group's
+    chunks; w_g: max(0, sim(q, v)) of g's best state in ``t`` over ``t``'s best state, the
+    ``hop_weight="sim"`` rule), as (groups ascending, weights)."""
+    g = eng.graph
+    t_nodes = g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]
+    t_groups = g.node_group[t_nodes]
+    keep = ~np.isin(t_groups, named)
+    if not keep.any():
+        return np.empty(0, np.int64), np.empty(0)
+    sim = np.maximum((eng.node_vec[t_nodes].astype(np.float64) * q).sum(axis=1), 0.0)
+    sim = sim / sim.max() if sim.max() > 0 else np.ones_like(sim)
+    gk, sk = t_groups[keep].astype(np.int64), sim[keep]
+    n = float(g.n_chunks)
+    w = sk * np.log1p(n / np.maximum(g.group_chunks[gk], 1)) / math.log1p(n)
+    grp = unique(gk)
+    best = np.zeros(grp.shape[0])
+    np.maximum.at(best, np.searchsorted(grp, gk), w)
+    return grp, best
+
+
+def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``HybridOptions.hop_bridge``'s candidates: the chunks (other than ``t``) of the
+    bridge groups of chunk ``t`` (:func:`bridge_groups`) spanning at most ``max_group``
+    chunks, each with its group's weight x max(0, sim(q, c)) (the largest over its groups;
+    a chunk whose weight is 0 is left out)."""
+    g = eng.graph
+    grp, wg = bridge_groups(eng, q, t, named)
+    ok = g.group_chunks[grp] <= max_group
+    out: dict[int, float] = {}
+    for x, w in zip(grp[ok].tolist(), wg[ok].tolist()):
+        nodes = g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
+        cs = unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
+        cs = cs[cs != t]
+        if not cs.size:
+            continue
+        sim = np.maximum((eng.chunk_vec[cs].astype(np.float64) * q).sum(axis=1), 0.0)
+        for c, v in zip(cs.tolist(), (w * sim).tolist()):
+            if v > out.get(c, 0.0):
+                out[c] = v
+    return np.asarray(list(out), np.int64), np.asarray(list(out.values()), np.float64)
 
 
 def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,

@@ -1,0 +1,276 @@
+"""A small structured selection and an honest leave-one-family-out (issue 21, item 1;
+docs/architecture.md §6).
+
+    python benchmarks/quality_grid.py --embedder minilm \
+        --index 2wikimultihopqa=indexes/2wiki_minilm \
+        --index hotpotqa_train=indexes/quality_hotpot_minilm \
+        --index musique_dev=indexes/quality_musique_minilm --cache-dir cache/quality_search \
+        --out benchmarks/experiments/results/quality_grid/quality_grid_minilm
+
+A coarse grid fixed before any run (:data:`AXES`: five options, two values each = 32
+upstream settings; every other option at its dataclass default) and one procedure,
+:func:`choose`, applied to any set F of dev families: for each grid setting the
+calibrated ranker (``train_ranker.fit``) is trained on F, the setting is scored on each
+family of F with that ranker, and the setting of the best worst-family lift over dense
+(objective: mean of R@2/5/8) is chosen (ties within ``--min-gain``: the larger mean lift
+over F). The preset = ``choose`` on all three families. Leave-one-family-out for family f:
+``choose`` on the other two, scored on f; **own_best** for f = ``choose`` on {f} alone (the
+same grid, the ranker trained on f): the gap measures what choosing on two families costs
+the third, not the luck of the largest search. Scores inside the search are computed from
+each question's C_q features (the ranking the query path computes: bias + X @ w, stable);
+the chosen settings are re-scored through the query path and both figures recorded.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quality_search import FAMILIES, KS, Bench, _r, apply, code_hash, plain  # noqa: E402
+from train_ranker import collect, fit  # noqa: E402
+
+from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
+from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
+from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
+
+#: the grid, fixed a priori: (coordinate of quality_search.apply, values); the ranker is
+#: always on and retrained per setting and per family set
+AXES = (("delta", (0.75, 0.85)), ("title_chunks", (0.3, 1.0)), ("hop_bridge", (1.0, 3.0)),
+        ("damping", (0.0, 0.2)), ("hop_rounds", (1, 2)))
+BASE = replace(TUNED, hybrid=replace(TUNED.hybrid, rank_weights=()))
+#: ablation rows around the selected setting: (label, changes); the ranker is retrained
+#: on the three families for every row that does not set ``rank_weights`` itself
+ABLATIONS = [
+    ("-ranker (rank by PPR)", {"rank_weights": ()}),
+    ("-ppr (d = 0, ranker retrained)", {"damping": 0.0}),
+    ("-stibp (no spatial/temporal)", {"stibp": False}),
+    ("-hop (no second round)", {"hop": (0, 1.0, 2, "sim")}),
+    ("-hop bridge", {"hop_bridge": 0.0}),
+    ("-seeds (no question names)", {"seeds": ("none", 1, float("inf"))}),
+    ("-bm25", {"bm25": (0.0, 0)}),
+    ("-title chunks", {"title_chunks": 0.0}),
+    ("hop bridge from the top 2 chunks", {"hop_bridge_chunks": 2}),
+    ("+hop rounds 2 (a second bridge round)", {"hop_rounds": 2}),
+    ("+hop rounds 3", {"hop_rounds": 3}),
+    ("+hop bridge titles (bridges from named titles too)", {"hop_bridge_titles": True}),
+    ("+hop dense 10, weight .3", {"hop_dense": 10, "hop_dense_weight": 0.3}),
+    ("+hop dense 10, weight 1", {"hop_dense": 10, "hop_dense_weight": 1.0}),
+    ("+mmr .1", {"mmr": 0.1}),
+    ("+mmr .3", {"mmr": 0.3}),
+    ("+title max 2", {"title_max": 2}),
+    ("title top 1", {"title_top": 1}),
+]
+HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr",
+               "hop_bridge_chunks"}
+
+
+def changed(o: QueryOptions, changes: dict) -> QueryOptions:
+    for n, v in changes.items():
+        o = replace(o, hybrid=replace(o.hybrid, **{n: v})) if n in HYBRID_ONLY else apply(o, n, v)
+    return o
+
+
+def grid() -> list[tuple[dict, QueryOptions]]:
+    out = []
+    for vals in itertools.product(*(v for _, v in AXES)):
+        o, s = BASE, {}
+        for (name, _), v in zip(AXES, vals):
+            o, s[name] = changed(o, {name: v}), v
+        out.append((s, o))
+    return out
+
+
+class Features:
+    """Per family and setting: every question's C_q features and labels (``collect``),
+    kept on disk under ``--features-cache`` for this code and index."""
+
+    def __init__(self, benches: dict, cache: str | None) -> None:
+        self.benches, self.cache, self.mem = benches, cache, {}
+        self.code = code_hash()
+        if cache:
+            Path(cache).mkdir(parents=True, exist_ok=True)
+
+    def get(self, o: QueryOptions, fam: str):
+        key = json.dumps(plain(o), sort_keys=True)
+        if (key, fam) in self.mem:
+            return self.mem[(key, fam)]
+        b = self.benches[fam]
+        h = hashlib.sha1(f"{self.code}|{b.index_dir}|{b.name}|{key}".encode()).hexdigest()[:20]
+        f = Path(self.cache) / f"{h}.npz" if self.cache else None
+        if f is not None and f.is_file():
+            z = np.load(f)
+            part = (z["X"], z["y"], z["q"])
+        else:
+            t0 = time.perf_counter()
+            part = collect(b, o)
+            print(f"collect {fam} {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+            if f is not None:
+                np.savez(f, X=part[0], y=part[1], q=part[2])
+        self.mem[(key, fam)] = part
+        return part
+
+
+def offline(part, golds, w) -> dict:
+    """R@k of ranking each question's C_q by bias + X @ w (as ``methods.stitch.fused_top``)."""
+    X, y, q = part
+    s = X @ np.asarray(w[1:]) + w[0]
+    rec = {k: [] for k in KS}
+    q = q.astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    ends = np.r_[starts[1:], q.shape[0]]
+    seen = set()
+    for a, b in zip(starts, ends):
+        i = int(q[a])
+        seen.add(i)
+        hits = y[a:b][np.argsort(-s[a:b], kind="stable")]
+        for k in KS:
+            rec[k].append(hits[:k].sum() / len(golds[i]))
+    for i in range(len(golds)):  # a question with an empty C_q (none expected) scores 0
+        if i not in seen:
+            for k in KS:
+                rec[k].append(0.0)
+    r = {k: round(float(np.mean(v)), 4) for k, v in rec.items()}
+    return {"recall": r, "objective": round(sum(r.values()) / len(KS), 4)}
+
+
+def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_gain: float):
+    """The procedure (module docstring) on the families ``F``: (chosen options, per-setting
+    table)."""
+    table = []
+    for s, o in settings:
+        w = fit([feats.get(o, f) for f in F])
+        sc = {f: offline(feats.get(o, f), benches[f].golds, w) for f in F}
+        lifts = [sc[f]["objective"] - dense[f]["objective"] for f in F]
+        table.append({"setting": s, "weights": list(w), "scores": sc,
+                      "worst_lift": round(min(lifts), 4), "mean_lift": round(float(np.mean(lifts)), 4)})
+    top = max(t["worst_lift"] for t in table)
+    near = [i for i, t in enumerate(table) if t["worst_lift"] >= top - min_gain]
+    i = max(near, key=lambda j: (table[j]["mean_lift"], table[j]["worst_lift"]))
+    o = replace(settings[i][1], hybrid=replace(settings[i][1].hybrid,
+                                               rank_weights=tuple(table[i]["weights"])))
+    return o, i, table
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--index", action="append", required=True, help="DATASET=INDEX_DIR")
+    p.add_argument("--cache-dir", default="cache")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--features-cache", default=None, help="directory of collected features")
+    p.add_argument("--min-gain", type=float, default=0.005, help="the noise guard (objective)")
+    p.add_argument("--out", required=True, help="output stem (.json and .md)")
+    a = p.parse_args(argv)
+    index = dict(x.split("=", 1) for x in a.index)
+    emb = make_embedder(a.embedder)
+    commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain"))
+    benches = {f: Bench(ds, sp, index[ds], emb, a.cache_dir, a.data_dir)
+               for f, (ds, sp) in FAMILIES.items() if ds in index}
+    test = Bench("2wikimultihopqa", "test", index["2wikimultihopqa"], emb, a.cache_dir, a.data_dir)
+    fams = tuple(benches)
+    dense = {f: b.score(replace(TUNED, method="dense")) for f, b in benches.items()}
+    settings = grid()
+    feats = Features(benches, a.features_cache)
+    chosen, ci, table = choose(fams, settings, feats, benches, dense, a.min_gain)
+    path = lambda o, f: benches[f].score(o)  # noqa: E731  (through the query path)
+    lofo = {}
+    for held in fams:
+        rest = tuple(f for f in fams if f != held)
+        o_rest, i_rest, t_rest = choose(rest, settings, feats, benches, dense, a.min_gain)
+        o_own, i_own, t_own = choose((held,), settings, feats, benches, dense, a.min_gain)
+        lofo[held] = {"chosen_on": list(rest), "setting": settings[i_rest][0],
+                      "query_options": plain(o_rest), "stitch": path(o_rest, held),
+                      "dense": dense[held], "own_best": path(o_own, held),
+                      "own_best_setting": settings[i_own][0], "own_best_query_options": plain(o_own),
+                      "own_best_rule": "the same procedure (grid, ranker retrained, worst-family "
+                                       "rule) run on this family alone: its own-tuned best on "
+                                       "the grid, the ranker trained on it (in-sample)",
+                      "gap_recall@5": round(path(o_own, held)["recall"][5]
+                                            - path(o_rest, held)["recall"][5], 4),
+                      "table_on_rest": t_rest}
+    ablations = []
+    up = replace(chosen, hybrid=replace(chosen.hybrid, rank_weights=()))
+    for label, ch in ABLATIONS:
+        o = changed(chosen if "rank_weights" in ch else up, ch)
+        if "rank_weights" not in ch:
+            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit([feats.get(
+                replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams])))
+        if plain(o) == plain(chosen):
+            continue  # already the selected setting
+        row = {"label": label, **{f: path(o, f) for f in fams}}
+        row["lift_vs_selected"] = {f: round(row[f]["objective"] - path(chosen, f)["objective"], 4)
+                                   for f in fams}
+        ablations.append(row)
+        print(label, row["lift_vs_selected"], file=sys.stderr, flush=True)
+    shipped = preset_for(emb.name)
+    per = lambda o: {f: path(o, f) for f in fams} | {"2wiki_test": test.score(o)}  # noqa: E731
+    out = {"command": "python benchmarks/quality_grid.py " + " ".join(argv or sys.argv[1:]),
+           "machine": machine_info(), "git_commit": commit, "git_dirty": dirty,
+           "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
+           "selection": "a fixed grid (" + ", ".join(f"{n} {list(v)}" for n, v in AXES) + "), the "
+                        "ranker retrained per setting on the choosing families; the setting of "
+                        f"the best worst-family lift over dense (ties within {a.min_gain}: the "
+                        "larger mean lift); families " + str(list(fams)),
+           "axes": {n: list(v) for n, v in AXES}, "families": list(fams),
+           "dense": {**dense, "2wiki_test": test.score(replace(TUNED, method="dense"))},
+           "shipped_preset": {**per(shipped), "query_options": plain(shipped)},
+           "selected": {**per(chosen), "query_options": plain(chosen), "setting": settings[ci][0],
+                        "offline": table[ci]["scores"]},
+           "leave_one_family_out": lofo, "table": table, "trail": [], "ablations": ablations}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out + ".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    Path(a.out + ".md").write_text(render(out))
+    print(render(out))
+    return 0
+
+
+def render(out: dict) -> str:
+    fams, cols = out["families"], out["families"] + ["2wiki_test"]
+    L = [f"# Structured selection and leave-one-family-out ({out['embedder']})", "",
+         f"Command: `{out['command']}`  ", f"Commit {out['git_commit']}"
+         f"{' (dirty)' if out['git_dirty'] else ''}. Selection: {out['selection']}. "
+         f"Objective {out['objective']}. Cells R@2/R@5/R@8 through the query path.", "",
+         "| setting | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|",
+         "| dense | " + " | ".join(_r(out["dense"][c]) for c in cols) + " |"]
+    for label, key in (("shipped preset (config)", "shipped_preset"), ("selected on all three", "selected")):
+        L.append(f"| {label} | " + " | ".join(_r(out[key][c]) for c in cols) + " |")
+    L += ["", f"Selected grid point: `{json.dumps(out['selected']['setting'])}`", "",
+          "## Leave one family out (R@5)", "",
+          "own-tuned best = the same procedure on that family alone (same grid, ranker trained "
+          "on it); chosen on the other two = the procedure on the other two families.", "",
+          "| held-out family | dense | chosen on the other two | own-tuned best | gap | "
+          "grid point (other two) | grid point (own) |", "|---|---|---|---|---|---|---|"]
+    for f, x in out["leave_one_family_out"].items():
+        L.append(f"| {f} | {x['dense']['recall'][5]:.3f} | {x['stitch']['recall'][5]:.3f} | "
+                 f"{x['own_best']['recall'][5]:.3f} | {x['gap_recall@5']:+.3f} | "
+                 f"`{json.dumps(x['setting'])}` | `{json.dumps(x['own_best_setting'])}` |")
+    L += ["", "## Ablations around the selected setting (ranker retrained on the three "
+          "families unless the row sets it)", "",
+          "| row | " + " | ".join(fams) + " | objective change per family | wins / loses |",
+          "|---" * (len(fams) + 3) + "|"]
+    for x in out["ablations"]:
+        d = x["lift_vs_selected"]
+        wins = [f for f in fams if d[f] > 0.005]
+        loses = [f for f in fams if d[f] < -0.005]
+        L.append(f"| {x['label']} | " + " | ".join(_r(x[f]) for f in fams) + " | "
+                 + ", ".join(f"{d[f]:+.3f}" for f in fams)
+                 + f" | {'+' + ','.join(wins) if wins else ''} {'-' + ','.join(loses) if loses else ''} |")
+    L += ["", "## Every grid point, ranker trained on all three (search scores from C_q features)",
+          "", "| " + " | ".join(n for n, _ in AXES) + " | " + " | ".join(fams) + " | worst lift |",
+          "|---" * (len(AXES) + len(fams) + 1) + "|"]
+    for t in out["table"]:
+        L.append("| " + " | ".join(str(t["setting"][n]) for n, _ in AXES) + " | "
+                 + " | ".join(_r(t["scores"][f]) for f in fams) + f" | {t['worst_lift']:+.4f} |")
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
