@@ -122,13 +122,17 @@ class GroupLookup:
         return self.titles.keys()
 
     def groups_of_keys(self, keys: Sequence[str]) -> list[int]:
-        out: list[int] = []
+        """Ascending distinct group ids of the keys that are name keys."""
+        one, several = self._id, self._ids
+        if not several:  # the usual case: one group per key
+            return sorted({one[k] for k in keys if k in one})
+        out: set[int] = set()
         for k in keys:
-            if k in self._ids:
-                out.extend(self._ids[k])
-            elif k in self._id:
-                out.append(self._id[k])
-        return sorted(set(out))
+            if k in several:
+                out.update(several[k])
+            elif k in one:
+                out.add(one[k])
+        return sorted(out)
 
     def ngram_keys(self, text: str, max_n: int = 6, min_n: int = 1) -> list[str]:
         words = normalize_name(text).split()

@@ -164,3 +164,18 @@ def test_options_validated():
                 {"hop_rounds": 0}):
         with pytest.raises(ValueError):
             HybridOptions(**bad)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c d", "e"]), min_size=1, max_size=8),
+       st.lists(st.sampled_from(["a", "b", "c d", "e", "x", ""]), max_size=10))
+def test_groups_of_keys_literal(group_keys, keys):
+    """GroupLookup.groups_of_keys = the ascending distinct ids of every group whose key is
+    one of ``keys`` (a key naming several groups gives all of them), with and without
+    repeated keys in the graph."""
+    from types import SimpleNamespace
+
+    from hyperrag_fast.lexical import GroupLookup
+    lk = GroupLookup(SimpleNamespace(group_key=group_keys))
+    want = sorted({g for g, k in enumerate(group_keys) if k in set(keys)})
+    assert lk.groups_of_keys(keys) == want
