@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quality_search import FAMILIES, KS, Bench, _r, apply, code_hash, plain  # noqa: E402
+from quality_search import (FAMILIES, KS, Bench, _r, apply, code_hash, plain,  # noqa: E402
+                            write_result)
 from train_ranker import collect, fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
@@ -225,10 +226,7 @@ def main(argv=None) -> int:
            "selected": {**per(chosen), "query_options": plain(chosen), "setting": settings[ci][0],
                         "offline": table[ci]["scores"]},
            "leave_one_family_out": lofo, "table": table, "trail": [], "ablations": ablations}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out + ".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    Path(a.out + ".md").write_text(render(out))
-    print(render(out))
+    write_result(a.out, out, render)
     return 0
 
 

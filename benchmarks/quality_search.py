@@ -423,11 +423,17 @@ def main(argv=None) -> int:
         "leave_one_family_out": lofo, "trail": S.trail, "ablations": ablations,
         "n_settings_scored": len(S.cache),
     }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out + ".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    Path(a.out + ".md").write_text(render(out))
-    print(render(out))
+    write_result(a.out, out, render)
     return 0
+
+
+def write_result(stem: str, out: dict, render) -> None:
+    """``stem``.json (the result) and ``stem``.md (its rendering), the rendering printed."""
+    Path(stem).parent.mkdir(parents=True, exist_ok=True)
+    Path(stem + ".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    text = render(out)
+    Path(stem + ".md").write_text(text)
+    print(text)
 
 
 def _r(x: dict) -> str:
