@@ -2,18 +2,19 @@
 
     python benchmarks/bench_cold_start.py --index indexes/2wiki [--sha256-index OTHER]
 
-Five runs (after one that fills Numba's on-disk cache and the saved pre-optimised ONNX
-model, ``embed/onnx_cache.py``, as any second process finds them; the package's bytecode
-is compiled first, as ``pip install`` does, so no run compiles its modules from source
-when the environment sets ``PYTHONDONTWRITEBYTECODE``),
-each a fresh ``hyperrag query`` process with the default verified load, run by the
-console script pip writes for the checkout (the entry point its pyproject.toml declares;
-an installed script calling another entry is measured beside it, ``installed_script``); CPU seconds (user
-+ system) and peak RSS of the whole process come from ``os.wait4``. ``load_ms``: in this
-process, after the imports, ``HyperIndex.load(INDEX, embedder)`` (verified), median of 5
-(``load_cpu_ms``: its CPU time, all threads). ``checksum``: what the verified load checks
-(``xxh3_128``, or ``sha256`` for an index saved before issue 13). ``--sha256-index``: the
-same CLI runs on a second index (e.g. the sha256-only original of an upgraded copy).
+Five runs of each kind, interleaved (after one that fills Numba's on-disk cache and the
+saved pre-optimised ONNX model, ``embed/onnx_cache.py``, as any second process finds them;
+the package's bytecode is compiled first, as ``pip install`` does, so no run compiles its
+modules from source when the environment sets ``PYTHONDONTWRITEBYTECODE``), each a fresh
+``hyperrag query`` process with the default verified load (and one with ``--no-verify``),
+run by the console script pip writes for the checkout (the entry point its pyproject.toml
+declares; an installed script calling another entry is run beside them,
+``installed_script``); CPU seconds (user + system) and peak RSS of the whole process come
+from ``os.wait4``. ``load_ms``: in this process, after the imports,
+``HyperIndex.load(INDEX, embedder)`` (verified), median of 5 (``load_cpu_ms``: its CPU
+time, all threads). ``checksum``: what the verified load checks (``xxh3_128``, or
+``sha256`` for an index saved before issue 13). ``--sha256-index``: the same CLI runs on a
+second index (e.g. the sha256-only original of an upgraded copy).
 Writes ``results/cold_start.json`` (medians; ``--out`` another name).
 """
 from __future__ import annotations
@@ -103,12 +104,15 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory()
     cmd, entry, installed = _hyperrag(Path(tmp.name))
     cli_run(cmd, a.index, [])  # fills the Numba cache if this checkout never ran the query
-    runs = [cli_run(cmd, a.index, []) for _ in range(a.repeats)]
-    unverified = [cli_run(cmd, a.index, ["--no-verify"]) for _ in range(a.repeats)]
+    runs, unverified, s_runs = [], [], []
+    for _ in range(a.repeats):  # interleaved: a drifting load reaches each kind alike
+        runs.append(cli_run(cmd, a.index, []))
+        unverified.append(cli_run(cmd, a.index, ["--no-verify"]))
+        if installed:  # the installed script, which calls another entry: the same run
+            s_runs.append(cli_run(installed, a.index, []))
     med = lambda xs: float(np.median(xs))  # noqa: E731
     stale = None
-    if installed:  # the installed script, which calls another entry: the same runs
-        s_runs = [cli_run(installed, a.index, []) for _ in range(a.repeats)]
+    if installed:
         first = Path(installed[0]).read_text(errors="replace").splitlines()
         stale = {"imports": next((ln for ln in first if ln.startswith("from ")), ""),
                  "cli_query_cpu_s": med([r["cpu_s"] for r in s_runs]),
