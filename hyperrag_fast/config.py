@@ -45,7 +45,8 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
                      hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
-                     hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0)
+                     hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0,
+                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -155,7 +156,11 @@ class HybridOptions:
     bridge rounds, each from the best chunk not yet a source; hop_bridge_titles, bridges
     also from each named title's most similar chunk; hop_dense > 0, that many chunks
     nearest q + v(top chunk) with the prior term hop_dense_weight x their similarity; mmr
-    > 0, the ranker's top-k picked by maximal marginal relevance (mu = mmr).
+    > 0, the ranker's top-k picked by maximal marginal relevance (mu = mmr); hop_query > 0,
+    a second retrieval: the ``hop_query`` chunks nearest the embedded string "question
+    bridge" (bridge = the name of the top chunk's best bridge group; one more embedder
+    call), and hop_query_bm25 > 0 the BM25 top chunks of that string, each with the prior
+    term hop_query_weight x its similarity (BM25: its share of the best score).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -214,6 +219,9 @@ class HybridOptions:
     mmr: float = 0.0
     hop_dense: int = 0
     hop_dense_weight: float = 0.0
+    hop_query: int = 0
+    hop_query_bm25: int = 0
+    hop_query_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -221,8 +229,10 @@ class HybridOptions:
         if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1 or self.hop_bridge_chunks < 1:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
         if self.title_max < 0 or not self.hop_idf >= 0 or self.hop_rounds < 1 or min(
-                self.hop_dense, self.hop_dense_weight, self.mmr) < 0:
-            raise ValueError("title_max, hop_idf, hop_dense(_weight), mmr >= 0; hop_rounds >= 1")
+                self.hop_dense, self.hop_dense_weight, self.mmr, self.hop_query,
+                self.hop_query_bm25, self.hop_query_weight) < 0:
+            raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query(_bm25, _weight), "
+                             "mmr >= 0; hop_rounds >= 1")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
