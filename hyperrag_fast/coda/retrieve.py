@@ -47,6 +47,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from ..ann import top_k_desc
+from ..blas import query_blas
 from ..embed.base import Embedder
 from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations, semantic_expand,
                                   weighted_chunks)
@@ -211,8 +212,12 @@ class CodaRetriever:
     # ----------------------------------------------------------- retrieval
     def retrieve(self, q: np.ndarray, text: str, top_k: int, o: CodaOptions | None = None,
                  detail: bool = False, bm25=None) -> CodaResult:
-        """Top ``top_k`` chunks; ``bm25`` (the index's BM25) feeds ``lexical_weight``."""
-        o = o or CodaOptions()
+        """Top ``top_k`` chunks; ``bm25`` (the index's BM25) feeds ``lexical_weight``. Its
+        products run on ``config.QUERY_BLAS_THREADS`` BLAS threads (:mod:`hyperrag_fast.blas`)."""
+        with query_blas():
+            return self._retrieve(q, text, top_k, o or CodaOptions(), detail, bm25)
+
+    def _retrieve(self, q, text, top_k, o, detail, bm25) -> CodaResult:
         g = self.g
         q = np.asarray(q, np.float32).reshape(-1)
         S = QuerySims(graph_sims(self), q) if o.sims == "lazy" and self.keywords is None else None
