@@ -53,7 +53,7 @@ from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relatio
                                   weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
-from .fast import QuerySims, chunk_sims, graph_sims
+from .fast import QuerySims, chunk_sims, gather_sims, graph_sims
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -265,7 +265,7 @@ class CodaRetriever:
                 rels.setdefault(int(r), "contextual")
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
             if S is not None:  # one compiled pass, no score vector
-                rows = (np.sort(touched) if o.functional_scope == "touched" and touched is not None
+                rows = (touched if o.functional_scope == "touched" and touched is not None
                         else self._all_ents)
                 fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
             else:
@@ -320,8 +320,8 @@ class CodaRetriever:
     def _relevance(self, q, text, KE, KR, ez, rz, top_k, o, bm25):
         """``align="relevance"`` (module docstring): chunk ids and scores, best first."""
         g = self.g
-        ne = np.diff(g.ent_chunk_ptr)[KE].astype(np.float64)
-        nr = np.diff(g.rel_chunk_ptr)[KR].astype(np.float64)
+        ne = (g.ent_chunk_ptr[KE + 1] - g.ent_chunk_ptr[KE]).astype(np.float64)
+        nr = (g.rel_chunk_ptr[KR + 1] - g.rel_chunk_ptr[KR]).astype(np.float64)
         we = np.maximum(ez[KE], 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
         wr = np.maximum(rz[KR], 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
         if o.align_items == "relations":
@@ -354,7 +354,7 @@ class CodaRetriever:
                 for c, v in zip(lid, ls):
                     score[pos[int(c)]] += o.lexical_weight * v
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
-            score = score + o.fact_weight * self._best_sentence(q, ids)
+            score = score + o.fact_weight * self._best_sentence(q, ids, o.sims == "lazy")
         o_ = np.lexsort((ids, -score))
         if o.diversity > 0 and self.chunk_vec is not None:
             o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
@@ -363,12 +363,15 @@ class CodaRetriever:
         o_ = o_[:top_k]
         return ids[o_].astype(np.int64), score[o_]
 
-    def _best_sentence(self, q, ids) -> np.ndarray:
+    def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
         those sentences' vectors are read."""
         lo, n = self._sent_ptr[ids], self._sent_ptr[ids + 1] - self._sent_ptr[ids]
         pos = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
-        sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
+        if lazy:  # compiled dots over the rows read (coda/fast.py)
+            sims = gather_sims(self.sent_vec, self._sent_ord[pos], q)
+        else:
+            sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
         np.maximum.at(best, np.repeat(np.arange(ids.size), n), sims)
         return best
