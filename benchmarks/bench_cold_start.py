@@ -2,16 +2,19 @@
 
     python benchmarks/bench_cold_start.py --index indexes/2wiki [--sha256-index OTHER]
 
-Five runs (after one that fills Numba's on-disk cache and the saved pre-optimised ONNX
-model, ``embed/onnx_cache.py``, as any second process finds them; the package's bytecode
-is compiled first, as ``pip install`` does, so no run compiles its modules from source
-when the environment sets ``PYTHONDONTWRITEBYTECODE``),
-each a fresh ``hyperrag query`` process with the default verified load; CPU seconds (user
-+ system) and peak RSS of the whole process come from ``os.wait4``. ``load_ms``: in this
-process, after the imports, ``HyperIndex.load(INDEX, embedder)`` (verified), median of 5
-(``load_cpu_ms``: its CPU time, all threads). ``checksum``: what the verified load checks
-(``xxh3_128``, or ``sha256`` for an index saved before issue 13). ``--sha256-index``: the
-same CLI runs on a second index (e.g. the sha256-only original of an upgraded copy).
+Five runs of each kind, interleaved (after one that fills Numba's on-disk cache and the
+saved pre-optimised ONNX model, ``embed/onnx_cache.py``, as any second process finds them;
+the package's bytecode is compiled first, as ``pip install`` does, so no run compiles its
+modules from source when the environment sets ``PYTHONDONTWRITEBYTECODE``), each a fresh
+``hyperrag query`` process with the default verified load (and one with ``--no-verify``),
+run by the console script pip writes for the checkout (the entry point its pyproject.toml
+declares; an installed script calling another entry is run beside them,
+``installed_script``); CPU seconds (user + system) and peak RSS of the whole process come
+from ``os.wait4``. ``load_ms``: in this process, after the imports,
+``HyperIndex.load(INDEX, embedder)`` (verified), median of 5 (``load_cpu_ms``: its CPU
+time, all threads). ``checksum``: what the verified load checks (``xxh3_128``, or
+``sha256`` for an index saved before issue 13). ``--sha256-index``: the same CLI runs on a
+second index (e.g. the sha256-only original of an upgraded copy).
 Writes ``results/cold_start.json`` (medians; ``--out`` another name).
 """
 from __future__ import annotations
@@ -35,9 +38,29 @@ except ImportError:
 QUESTION = "Where was the director of the film The Last Voyage born?"
 
 
-def _hyperrag() -> list[str]:
+def _hyperrag(tmp: Path) -> tuple[list[str], str, list[str] | None]:
+    """(command, entry, installed): what ``hyperrag`` runs after ``pip install`` of the
+    checkout on the path, i.e. the entry point its pyproject.toml declares. The installed
+    console script when it calls that entry, else that script written as pip writes it
+    (then ``installed`` is the installed script's command: an install older than the
+    code on the path calls another entry, measured beside it)."""
+    import tomllib
+
+    import hyperrag_fast
     exe = Path(sys.executable).with_name("hyperrag")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "hyperrag_fast.cli"]
+    pyproject = Path(hyperrag_fast.__file__).resolve().parents[1] / "pyproject.toml"
+    if not pyproject.is_file():  # the installed package itself
+        return [str(exe)], "installed console script", None
+    entry = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["scripts"]["hyperrag"]
+    module, func = entry.split(":")
+    if exe.exists() and f"from {module} import {func}\n" in exe.read_text(errors="replace"):
+        return [str(exe)], entry, None
+    script = tmp / "hyperrag"
+    script.write_text(f"import re\nimport sys\nfrom {module} import {func}\n"
+                      "if __name__ == '__main__':\n"
+                      "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+                      f"    sys.exit({func}())\n", encoding="utf-8")
+    return [sys.executable, str(script)], entry, [str(exe)] if exe.exists() else None
 
 
 def compile_package() -> list[str]:
@@ -51,10 +74,10 @@ def compile_package() -> list[str]:
     return [d.name for d in dirs]
 
 
-def cli_run(index: str, extra: list[str]) -> dict:
+def cli_run(cmd: list[str], index: str, extra: list[str]) -> dict:
     with tempfile.TemporaryFile() as out:
         t = time.perf_counter()
-        p = subprocess.Popen(_hyperrag() + ["query", index, QUESTION, "--json", *extra],
+        p = subprocess.Popen(cmd + ["query", index, QUESTION, "--json", *extra],
                              stdout=out, stderr=subprocess.PIPE)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
@@ -78,15 +101,28 @@ def main() -> None:
     load_start = os.getloadavg()  # machine()["loadavg_at_start"] is read when writing
     from hyperrag_fast.store import read_manifest
     compiled = compile_package()
-    cli_run(a.index, [])  # fills the Numba cache if this checkout never ran the query
-    runs = [cli_run(a.index, []) for _ in range(a.repeats)]
-    unverified = [cli_run(a.index, ["--no-verify"]) for _ in range(a.repeats)]
+    tmp = tempfile.TemporaryDirectory()
+    cmd, entry, installed = _hyperrag(Path(tmp.name))
+    cli_run(cmd, a.index, [])  # fills the Numba cache if this checkout never ran the query
+    runs, unverified, s_runs = [], [], []
+    for _ in range(a.repeats):  # interleaved: a drifting load reaches each kind alike
+        runs.append(cli_run(cmd, a.index, []))
+        unverified.append(cli_run(cmd, a.index, ["--no-verify"]))
+        if installed:  # the installed script, which calls another entry: the same run
+            s_runs.append(cli_run(installed, a.index, []))
     med = lambda xs: float(np.median(xs))  # noqa: E731
+    stale = None
+    if installed:
+        first = Path(installed[0]).read_text(errors="replace").splitlines()
+        stale = {"imports": next((ln for ln in first if ln.startswith("from ")), ""),
+                 "cli_query_cpu_s": med([r["cpu_s"] for r in s_runs]),
+                 "cli_query_peak_rss_mb": med([r["peak_rss_mb"] for r in s_runs]),
+                 "runs": s_runs}
     other = None
     if a.sha256_index:
         if "xxh3_128" in read_manifest(a.sha256_index):
             raise SystemExit(f"{a.sha256_index} has xxh3_128 checksums")
-        o_runs = [cli_run(a.sha256_index, []) for _ in range(a.repeats)]
+        o_runs = [cli_run(cmd, a.sha256_index, []) for _ in range(a.repeats)]
         other = {"index": a.sha256_index, "checksum": "sha256",
                  "cli_query_cpu_s": med([r["cpu_s"] for r in o_runs]),
                  "cli_query_peak_rss_mb": med([r["peak_rss_mb"] for r in o_runs]),
@@ -105,6 +141,9 @@ def main() -> None:
         load_cpu.append((time.process_time() - c) * 1e3)
     C.write_result(a.out, {
         "index": a.index, "question": QUESTION,
+        "console_entry": entry, "console_script": "installed" if cmd[0].endswith("hyperrag") and
+        len(cmd) == 1 else "written from pyproject.toml as pip writes it",
+        "installed_script": stale,
         "checksum": "xxh3_128" if "xxh3_128" in read_manifest(a.index) else "sha256",
         "cli_query_cpu_s": med([r["cpu_s"] for r in runs]),
         "cli_query_peak_rss_mb": med([r["peak_rss_mb"] for r in runs]),

@@ -282,6 +282,14 @@ def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
     return "push" if push else "power"
 
 
+# ------------------------------------------------------------------ BLAS threads
+#: Threads NumPy's BLAS may use while a query runs (0: as the process set it): the
+#: ``hyperrag query`` process starts BLAS so (unless OPENBLAS_NUM_THREADS is set), and
+#: ``CodaRetriever.retrieve`` limits BLAS to it meanwhile, a build keeping every core
+#: (docs/architecture.md §3, "BLAS threads").
+QUERY_BLAS_THREADS = 1
+
+
 # ------------------------------------------------------------------------ presets
 #: STITCH-RAG §3.3 constants: delta .5, lambda .3, d .85, tanh decay, power PPR; no
 #: question seeds, no BM25 term. Only by name: a bare ``StitchOptions()`` is the tuned default.

@@ -5,10 +5,10 @@ CLI's modules are imported inside those rules, so Ctrl-C while they load is one 
 
 ``hyperrag query`` is a one-shot process (docs/architecture.md §3, "Cold start"):
 
-* NumPy's BLAS starts one thread (``OPENBLAS_NUM_THREADS=1`` unless the variable is set;
-  it is read when NumPy loads, so here, before any import). No query stage calls BLAS
-  in a way threads would change: embeddings run in onnxruntime, similarities in the
-  kernels; the pool's threads only cost start-up CPU.
+* NumPy's BLAS starts ``config.QUERY_BLAS_THREADS`` threads (``OPENBLAS_NUM_THREADS``
+  unless the variable is set; it is read when NumPy loads, so here, before any import of
+  it): OpenBLAS's workers busy-wait at start-up (~65 ms CPU on 2 cores) and after each
+  threaded call (docs/architecture.md §3, "BLAS threads").
 * Once its output is flushed, the process runs the ``atexit`` handlers and ends
   (``os._exit``) instead of tearing the interpreter down module by module (~30 ms of CPU
   freeing what the process is about to drop anyway).
@@ -45,7 +45,9 @@ def run() -> int:
     (module docstring); in-process callers use :func:`hyperrag_fast.cli.main`."""
     query = sys.argv[1:2] == ["query"]
     if query:
-        os.environ.setdefault(BLAS_THREADS_ENV, "1")
+        from .config import QUERY_BLAS_THREADS  # a leaf without NumPy
+        if QUERY_BLAS_THREADS > 0:
+            os.environ.setdefault(BLAS_THREADS_ENV, str(QUERY_BLAS_THREADS))
     rc = run_console(_main)
     if query:
         _end(rc)

@@ -69,6 +69,17 @@ def test_a_blas_thread_count_the_user_set_is_kept(ix):
     assert r.returncode == 0 and _report(r)["blas_threads"] == "2", r.stderr[-2000:]
 
 
+def test_the_console_starts_blas_on_config_query_blas_threads(ix):
+    """``config.QUERY_BLAS_THREADS`` is the count (docs/architecture.md §3, "BLAS threads");
+    0 leaves OpenBLAS's own default."""
+    for threads, want in ((3, "3"), (0, None)):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        script = f"import hyperrag_fast.config as c; c.QUERY_BLAS_THREADS = {threads}\n" + REPORT
+        r = subprocess.run([sys.executable, "-c", script, "query", str(ix), "Lord Byron", "--json"],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0 and _report(r)["blas_threads"] == want, r.stderr[-2000:]
+
+
 def test_a_failed_console_query_is_one_line_and_status_2(tmp_path):
     r = console("query", tmp_path / "missing", "Lord Byron")
     lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("REPORT ")]

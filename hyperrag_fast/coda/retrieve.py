@@ -47,9 +47,13 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from ..ann import top_k_desc
+from ..blas import query_blas
 from ..embed.base import Embedder
-from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
+from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations, semantic_expand,
+                                  weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
+from ..ppr import LocalPush
+from .fast import QuerySims, chunk_sims, graph_sims
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -70,6 +74,7 @@ def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
     """Greedy: walk ``order`` and skip a chunk whose cosine with a chosen one exceeds
     ``limit`` (near-duplicate passages carry no new evidence); up to ``top_k``."""
     chosen: list[int] = []
+    chunk_vec = np.asarray(chunk_vec)  # a memmap's rows: plain views (no per-row wrapper)
     for j in order:
         v = chunk_vec[ids[j]]
         if all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
@@ -107,6 +112,7 @@ def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
     for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
                               (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
         if items.size:
+            ptr, cs = np.asarray(ptr), np.asarray(cs)  # plain views of memmaps
             lens = ptr[items + 1] - ptr[items]
             parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
             parts_w.append(np.repeat(w, lens))
@@ -162,6 +168,10 @@ class CodaRetriever:
         # FastRP rows transposed, contiguous: the product with the entries' rows reads
         # them in order (2Wiki, 40k x 128: 3.8 vs 7.9 ms, the same floats)
         self._frp_t = np.ascontiguousarray(graph.frp.T)
+        self._frp = np.ascontiguousarray(graph.frp, np.float32)
+        self._all_ents = np.arange(graph.n_entities, dtype=np.int64)
+        self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
+        self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
         self._sent_ptr = self._sent_ord = None  # chunk -> its sentences (CSR)
         if sent_chunk is not None:
             sc = np.asarray(sent_chunk, np.int64)
@@ -173,6 +183,12 @@ class CodaRetriever:
         rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
         self.wsum = np.bincount(rows, weights=graph.adj_w, minlength=graph.n_entities
                                 ).astype(np.float64)
+
+    def _local_push(self) -> LocalPush:
+        if self._lp is None:  # a benign race: two threads may both build it
+            g = self.g
+            self._lp = LocalPush(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum)
+        return self._lp
 
     # ------------------------------------------------------------- entries
     def entries(self, q: np.ndarray, text: str, ent_sim: np.ndarray, rel_sim: np.ndarray,
@@ -196,50 +212,77 @@ class CodaRetriever:
     # ----------------------------------------------------------- retrieval
     def retrieve(self, q: np.ndarray, text: str, top_k: int, o: CodaOptions | None = None,
                  detail: bool = False, bm25=None) -> CodaResult:
-        """Top ``top_k`` chunks; ``bm25`` (the index's BM25) feeds ``lexical_weight``."""
-        o = o or CodaOptions()
+        """Top ``top_k`` chunks; ``bm25`` (the index's BM25) feeds ``lexical_weight``. Its
+        products run on ``config.QUERY_BLAS_THREADS`` BLAS threads (:mod:`hyperrag_fast.blas`)."""
+        with query_blas():
+            return self._retrieve(q, text, top_k, o or CodaOptions(), detail, bm25)
+
+    def _retrieve(self, q, text, top_k, o, detail, bm25) -> CodaResult:
         g = self.g
         q = np.asarray(q, np.float32).reshape(-1)
-        ent_sim = (g.ent_vec @ q).astype(np.float64)
-        rel_sim = (g.rel_vec @ q).astype(np.float64)
-        e0, r0, info = self.entries(q, text, ent_sim, rel_sim, o)
+        S = QuerySims(graph_sims(self), q) if o.sims == "lazy" and self.keywords is None else None
+        if S is not None:  # similarities only where read (coda/fast.py)
+            ent_sim, rel_sim = S.ent, S.rel
+            e0, r0 = S.top_entities(o.k_entry), S.top_relations(o.k_entry_relations)
+            info = {"entry_mode": "offline: query embedding"}
+        else:
+            ent_sim = (g.ent_vec @ q).astype(np.float64)
+            rel_sim = (g.rel_vec @ q).astype(np.float64)
+            e0, r0, info = self.entries(q, text, ent_sim, rel_sim, o)
         ents = {int(e): "entry" for e in e0}
         rels = {int(r): "entry" for r in r0}
 
         if o.semantic and e0.size:
+            if S is not None:
+                S.fill_arcs(g.adj_ptr, g.adj_nbr, g.adj_rel, e0)
             se, _, sr, _ = semantic_expand(g.adj_ptr, g.adj_nbr, g.adj_rel, ent_sim, rel_sim,
                                            e0, o.alpha, o.beta, o.tau)
             for e in se:
                 ents.setdefault(int(e), "semantic")
             for r in sr:
                 rels.setdefault(int(r), "semantic")
+        touched = None  # entities the local push reached (functional_scope="touched")
         if o.contextual and e0.size and o.k_context:
             p = np.zeros(g.n_entities)
             p[e0] = np.maximum(ent_sim[e0], 0.0) + 1e-12
             p /= p.sum()
-            if o.ppr_solver == "push":
-                pi, _, _ = ppr_push(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d, o.ppr_tol)
+            if o.ppr_solver == "local":  # local push to threshold ppr_eps (ppr.LocalPush)
+                res = self._local_push().approx_sparse(e0, p[e0], o.ppr_d, o.ppr_eps)
+                sel = top_k_desc(res.x, o.k_context)
+                ce = res.ids[sel[res.x[sel] > 0]]
+                touched = res.ids
             else:
-                pi, _ = ppr_power(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d,
-                                  o.ppr_tol, 1000)
-            ce = top_k_desc(pi, o.k_context)
-            ce = ce[pi[ce] > 0]
+                if o.ppr_solver == "push":
+                    pi, _, _ = ppr_push(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d, o.ppr_tol)
+                else:
+                    pi, _ = ppr_power(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d,
+                                      o.ppr_tol, 1000)
+                ce = top_k_desc(pi, o.k_context)
+                ce = ce[pi[ce] > 0]
             for e in ce:
                 ents.setdefault(int(e), "contextual")
             for r in induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce):
                 rels.setdefault(int(r), "contextual")
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
-            fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
-            fe = top_k_desc(fs, o.k_functional, exclude=e0)
-            for e in fe[fs[fe] > 0]:
+            if S is not None:  # one compiled pass, no score vector
+                rows = (np.sort(touched) if o.functional_scope == "touched" and touched is not None
+                        else self._all_ents)
+                fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
+            else:
+                fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
+                fe = top_k_desc(fs, o.k_functional, exclude=e0)
+                fe = fe[fs[fe] > 0]
+            for e in fe:
                 ents.setdefault(int(e), "functional")
 
         E = np.fromiter(ents, np.int64, len(ents))
         R = np.fromiter(rels, np.int64, len(rels))
         keep_e, keep_r = np.ones(E.size, bool), np.ones(R.size, bool)
         ez = rz = None
+        if S is not None:
+            S.fill(E, R)
         if o.elim_calibration == "zscore" or o.align == "relevance":
-            ez, rz = _z(ent_sim), _z(rel_sim)
+            ez, rz = S.z(E, R) if S is not None else (_z(ent_sim), _z(rel_sim))
         if o.elimination:
             keep_e, keep_r, how = self._eliminate(text, E, R, ents, rels, ent_sim, rel_sim, o,
                                                   ez, rz)
@@ -290,7 +333,7 @@ class CodaRetriever:
                                       g.rel_chunks, KE, we, KR, wr)
         score = o.graph_weight * gw
         if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
-            cs = self.chunk_vec @ q
+            cs = chunk_sims(self.chunk_vec, q) if o.sims == "lazy" else self.chunk_vec @ q
             if o.dense_pool:
                 pool = top_k_desc(cs, o.dense_pool)
                 extra = pool[~np.isin(pool, ids)]
@@ -325,7 +368,7 @@ class CodaRetriever:
         those sentences' vectors are read."""
         lo, n = self._sent_ptr[ids], self._sent_ptr[ids + 1] - self._sent_ptr[ids]
         pos = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
-        sims = (np.asarray(self.sent_vec[self._sent_ord[pos]]) @ q).astype(np.float64)
+        sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
         np.maximum.at(best, np.repeat(np.arange(ids.size), n), sims)
         return best
