@@ -19,7 +19,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)

@@ -140,16 +140,18 @@ class CodaOptions:
     tau: float = 0.35
     ppr_d: float = 0.85
     ppr_tol: float = 1e-6
-    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
+    #: "power" (the published reading), "push" (kernels/ppr.py's global push), "local"
+    #: (the default: a documented approximation, docs/architecture.md §7 "CODA query cost")
+    ppr_solver: str = "local"
     #: ppr_solver="local": local push (hyperrag_fast.ppr.LocalPush.approx_sparse) down to
     #: this residual threshold: every score within d * ppr_eps * wsum(v) below the exact one
     ppr_eps: float = 1e-5
     #: "full": the query scored against every entity and relation (the published reading);
     #: "lazy": exact top-k scans and similarities only where read (coda/fast.py)
-    sims: str = "full"
+    sims: str = "lazy"
     #: sims="lazy" only: "all" entities are functional candidates, or only those the
     #: local push "touched" (ppr_solver="local"; an approximation)
-    functional_scope: str = "all"
+    functional_scope: str = "touched"
     k_context: int = 10
     k_functional: int = 10
     elim_keep_frac: float = 0.5
@@ -205,4 +207,8 @@ class CodaOptions:
 #: Reasoning}) deciding: benchmarks/results/tuning_coda_gbench_minilm.json (session 10:
 #: graph_weight 0.03 and align_items "all" over 0.01 / "relations"; fact_weight 0.2 and
 #: dedup_sim 0.99 from session 9's benchmarks/coda_signals.py on Medical).
-CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")
+CODA_PAPER = CodaOptions(align="count", elim_calibration="raw", ppr_solver="power", sims="full",
+                         functional_scope="all")
+#: the published query mechanics with this library's alignment and elimination: the
+#: full scans and the power PPR of ``coda`` before the fast path (docs/architecture.md §7)
+CODA_EXACT = CodaOptions(ppr_solver="power", sims="full", functional_scope="all")

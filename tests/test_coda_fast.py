@@ -162,3 +162,16 @@ def test_fast_options_are_validated():
     for bad in (dict(sims="x"), dict(ppr_solver="x"), dict(ppr_eps=0.0), dict(functional_scope="x")):
         with pytest.raises(ValueError):
             CodaOptions(**bad)
+
+
+def test_json_written_in_parts_is_the_one_shot_document(tmp_path, monkeypatch):
+    """save_raw / save_graph write their JSON a list part at a time: the same bytes."""
+    import json
+
+    from hyperrag_fast.coda import raw_kg
+    monkeypatch.setattr(raw_kg, "JSON_PART", 3)
+    doc = {"a": [1, 2.5, "x\u00e9\U0001F600", None], "b": [], "c": 7, "d": list(range(10)),
+           "e": [[1, 2], {"k": "v"}], "f": "s\n\"q\""}
+    for ea in (True, False):
+        raw_kg.write_json_object(tmp_path / "x.json", doc.items(), ensure_ascii=ea)
+        assert (tmp_path / "x.json").read_bytes() == json.dumps(doc, ensure_ascii=ea).encode("utf-8")

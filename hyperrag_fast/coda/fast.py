@@ -46,6 +46,13 @@ def chunk_sims(chunk_vec: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
+def gather_sims(V: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``V[rows] @ q`` (float64) by the compiled float32 dots over those rows only."""
+    out = np.empty(rows.shape[0], np.float32)
+    dot_gather(np.asarray(V), np.asarray(rows, np.int64), np.ascontiguousarray(q, np.float32), out)
+    return out.astype(np.float64)
+
+
 class GraphSims:
     """Per-graph state of the lazy similarities (made on first use, then shared)."""
 

@@ -53,13 +53,12 @@ from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relatio
                                   weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
-from .fast import QuerySims, chunk_sims, graph_sims
+from .fast import QuerySims, chunk_sims, gather_sims, graph_sims
+from .select import _dedup, _max_chunks, _mmr
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
 from .graph import CodaGraph
-
-
 
 
 def _z(sim: np.ndarray) -> np.ndarray:
@@ -68,61 +67,6 @@ def _z(sim: np.ndarray) -> np.ndarray:
         return sim
     sd = float(sim.std())
     return (sim - float(sim.mean())) / sd if sd > 0 else np.zeros_like(sim)
-
-
-def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
-    """Greedy: walk ``order`` and skip a chunk whose cosine with a chosen one exceeds
-    ``limit`` (near-duplicate passages carry no new evidence); up to ``top_k``."""
-    chosen: list[int] = []
-    chunk_vec = np.asarray(chunk_vec)  # a memmap's rows: plain views (no per-row wrapper)
-    for j in order:
-        v = chunk_vec[ids[j]]
-        if all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
-            chosen.append(int(j))
-            if len(chosen) == top_k:
-                break
-    return np.asarray(chosen, np.int64)
-
-
-def _mmr(chunk_vec, ids, score, top_k, lam, limit) -> np.ndarray:
-    """Greedy maximal marginal relevance over candidate positions: each step takes the
-    best ``score - lam * max(0, max cosine with the chosen)`` (ties by chunk id),
-    skipping a candidate above ``limit`` (when > 0); up to ``top_k`` positions."""
-    v = chunk_vec[ids]
-    sim = (v @ v.T).astype(np.float64)
-    near = np.zeros(ids.size)
-    free = np.ones(ids.size, bool)
-    chosen: list[int] = []
-    while len(chosen) < min(top_k, ids.size):
-        val = score - lam * np.maximum(near, 0.0)
-        ok = free & ((near <= limit) if limit > 0 and chosen else True)
-        if not ok.any():
-            break
-        cand = np.flatnonzero(ok)
-        j = int(cand[np.lexsort((ids[cand], -val[cand]))[0]])
-        chosen.append(j)
-        free[j] = False
-        near = np.maximum(near, sim[:, j])
-    return np.asarray(chosen, np.int64)
-
-
-def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
-    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
-    parts_c, parts_w = [], []
-    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
-                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
-        if items.size:
-            ptr, cs = np.asarray(ptr), np.asarray(cs)  # plain views of memmaps
-            lens = ptr[items + 1] - ptr[items]
-            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
-            parts_w.append(np.repeat(w, lens))
-    if not parts_c:
-        return np.zeros(0, np.int64), np.zeros(0)
-    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
-    ids, inv = np.unique(c, return_inverse=True)
-    best = np.zeros(ids.size)
-    np.maximum.at(best, inv, w)
-    return ids, best
 
 
 class KeywordExtractor(Protocol):
@@ -265,7 +209,7 @@ class CodaRetriever:
                 rels.setdefault(int(r), "contextual")
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
             if S is not None:  # one compiled pass, no score vector
-                rows = (np.sort(touched) if o.functional_scope == "touched" and touched is not None
+                rows = (touched if o.functional_scope == "touched" and touched is not None
                         else self._all_ents)
                 fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
             else:
@@ -320,8 +264,8 @@ class CodaRetriever:
     def _relevance(self, q, text, KE, KR, ez, rz, top_k, o, bm25):
         """``align="relevance"`` (module docstring): chunk ids and scores, best first."""
         g = self.g
-        ne = np.diff(g.ent_chunk_ptr)[KE].astype(np.float64)
-        nr = np.diff(g.rel_chunk_ptr)[KR].astype(np.float64)
+        ne = (g.ent_chunk_ptr[KE + 1] - g.ent_chunk_ptr[KE]).astype(np.float64)
+        nr = (g.rel_chunk_ptr[KR + 1] - g.rel_chunk_ptr[KR]).astype(np.float64)
         we = np.maximum(ez[KE], 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
         wr = np.maximum(rz[KR], 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
         if o.align_items == "relations":
@@ -354,7 +298,7 @@ class CodaRetriever:
                 for c, v in zip(lid, ls):
                     score[pos[int(c)]] += o.lexical_weight * v
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
-            score = score + o.fact_weight * self._best_sentence(q, ids)
+            score = score + o.fact_weight * self._best_sentence(q, ids, o.sims == "lazy")
         o_ = np.lexsort((ids, -score))
         if o.diversity > 0 and self.chunk_vec is not None:
             o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
@@ -363,12 +307,15 @@ class CodaRetriever:
         o_ = o_[:top_k]
         return ids[o_].astype(np.int64), score[o_]
 
-    def _best_sentence(self, q, ids) -> np.ndarray:
+    def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
         those sentences' vectors are read."""
         lo, n = self._sent_ptr[ids], self._sent_ptr[ids + 1] - self._sent_ptr[ids]
         pos = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
-        sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
+        if lazy:  # compiled dots over the rows read (coda/fast.py)
+            sims = gather_sims(self.sent_vec, self._sent_ord[pos], q)
+        else:
+            sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
         np.maximum.at(best, np.repeat(np.arange(ids.size), n), sims)
         return best

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
-from ..engine import unique
+from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
 from .offpreset import _best_per_title, dense_hops, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
@@ -271,22 +271,26 @@ def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: floa
     """``HybridOptions.hop_bridge``'s candidates: the chunks (other than ``t``) of the
     bridge groups of chunk ``t`` (:func:`bridge_groups`) spanning at most ``max_group``
     chunks, each with its group's weight x max(0, sim(q, c)) (the largest over its groups;
-    a chunk whose weight is 0 is left out)."""
+    a chunk whose weight is 0 is left out), ordered by its first such group, then by id."""
     g = eng.graph
     grp, wg = bridge_groups(eng, q, t, named)
     ok = g.group_chunks[grp] <= max_group
-    out: dict[int, float] = {}
-    for x, w in zip(grp[ok].tolist(), wg[ok].tolist()):
-        nodes = g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
-        cs = unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
-        cs = cs[cs != t]
-        if not cs.size:
-            continue
-        sim = np.maximum((eng.chunk_vec[cs].astype(np.float64) * q).sum(axis=1), 0.0)
-        for c, v in zip(cs.tolist(), (w * sim).tolist()):
-            if v > out.get(c, 0.0):
-                out[c] = v
-    return np.asarray(list(out), np.int64), np.asarray(list(out.values()), np.float64)
+    nodes, gi = csr_rows(g.group_ptr, g.group_nodes, grp[ok])
+    cs, ni = csr_rows(g.nc_ptr, g.nc_chunks, nodes)
+    o = np.lexsort((gi[ni], cs))  # by chunk, then group; t itself left out
+    o = o[cs[o] != t]
+    cs, gi = cs[o].astype(np.int64), gi[ni][o]
+    if cs.size:  # one similarity per chunk, one weight per (group, chunk); zeros dropped
+        start = run_starts(cs)
+        sim = np.maximum((eng.chunk_vec[cs[start]].astype(np.float64) * q).sum(axis=1), 0.0)
+        v = wg[ok][gi] * np.repeat(sim, np.diff(np.append(start, cs.shape[0])))
+        cs, gi, v = cs[v > 0], gi[v > 0], v[v > 0]
+    if not cs.size:
+        return np.empty(0, np.int64), np.empty(0)
+    start = run_starts(cs)
+    ids, first, best = cs[start], gi[start], np.maximum.reduceat(v, start)
+    order = np.lexsort((ids, first))
+    return ids[order], best[order]
 
 
 def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,
