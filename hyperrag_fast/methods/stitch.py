@@ -18,7 +18,7 @@ from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, 
 from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
-from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
+from .offpreset import _best_per_title, dense_hops, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
 
 
 def _ms(t0: float) -> float:
@@ -76,12 +76,11 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
             c0 = np.concatenate([c0, b_c])
             bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
             bridged = True
-    if hybrid.hop_dense > 0 and r.chunk_ids.size:
-        d_c, d_v = hop_dense(state, eng, q, int(r.chunk_ids[0]), hybrid.hop_dense)
+    if max(hybrid.hop_dense, hybrid.hop_query, hybrid.hop_query_bm25) > 0 and r.chunk_ids.size:
+        d_c, d_v = dense_hops(state, eng, q, text, int(r.chunk_ids[0]), hybrid, lambda t: bridge_groups(
+            eng, q, t, _named_groups(state.lookups[key], text, t)))  # offpreset.py
         if d_c.size:
-            c0 = np.concatenate([c0, d_c])
-            bonus = np.concatenate([bonus, hybrid.hop_dense_weight * d_v])
-            bridged = True
+            c0, bonus, bridged = np.concatenate([c0, d_c]), np.concatenate([bonus, d_v]), True
     if hybrid.hop_chunks > 0 or bridged:
         hop, hop_v = np.empty(0, np.int64), np.empty(0)
         if hybrid.hop_chunks > 0:
