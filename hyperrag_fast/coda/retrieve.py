@@ -12,6 +12,9 @@ interference elimination, alignment to source chunks.
 * **Contextualized association**: PPR (d 0.85, kernels/ppr.py) seeded on the entry
   entities in proportion to max(0, sim); top-``k_context`` entities and the relations
   induced among them.
+* **Query cost** (ours, docs/architecture.md §7 "CODA query cost"): ``sims="lazy"``
+  (coda/fast.py) scores only what is read, ``ppr_solver="local"`` is the local push to
+  ``ppr_eps``; ``CODA_PAPER`` / ``config.CODA_EXACT`` keep the full scans and power PPR.
 * **Functional association**: entities whose FastRP rows are closest (max cosine)
   to an entry's; top ``k_functional`` non-entry entities.
 * **Interference elimination.** LLM path: an :class:`InterferenceFilter`. Offline
