@@ -1,7 +1,7 @@
 """Whole-query latency through the public API: ``Retriever.retrieve(question)`` = embed +
 candidates + graph (+ building the result), one question at a time, single thread.
 
-    python benchmarks/bench_whole_query.py --index indexes/2wiki_bge --embedder bge-small \\
+    python benchmarks/bench_whole_query.py --index indexes/quality_2wiki_bge --embedder bge-small \\
         --questions 200 --out benchmarks/results/whole_query_bge.json
 
     python benchmarks/bench_whole_query.py --index indexes/2wiki_coda --method coda \

@@ -19,7 +19,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
@@ -45,7 +45,8 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      hop_value=1.0, hop_max_group=2, hop_weight="sim", title_chunks=0.0,
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
                      hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
-                     hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0)
+                     hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0,
+                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0)
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -155,7 +156,9 @@ class HybridOptions:
     bridge rounds, each from the best chunk not yet a source; hop_bridge_titles, bridges
     also from each named title's most similar chunk; hop_dense > 0, that many chunks
     nearest q + v(top chunk) with the prior term hop_dense_weight x their similarity; mmr
-    > 0, the ranker's top-k picked by maximal marginal relevance (mu = mmr).
+    > 0, the ranker's top-k picked by maximal marginal relevance (mu = mmr); hop_query /
+    hop_query_bm25 > 0, the chunks nearest / BM25-best for "question + the top chunk's best
+    bridge name" (prior term hop_query_weight x sim or score share; one more embed call).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -214,6 +217,9 @@ class HybridOptions:
     mmr: float = 0.0
     hop_dense: int = 0
     hop_dense_weight: float = 0.0
+    hop_query: int = 0
+    hop_query_bm25: int = 0
+    hop_query_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -221,8 +227,9 @@ class HybridOptions:
         if not self.hop_bridge >= 0 or not self.hop_bridge_max >= 1 or self.hop_bridge_chunks < 1:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
         if self.title_max < 0 or not self.hop_idf >= 0 or self.hop_rounds < 1 or min(
-                self.hop_dense, self.hop_dense_weight, self.mmr) < 0:
-            raise ValueError("title_max, hop_idf, hop_dense(_weight), mmr >= 0; hop_rounds >= 1")
+                self.hop_dense, self.hop_dense_weight, self.mmr, self.hop_query, self.hop_query_bm25,
+                self.hop_query_weight) < 0:
+            raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr >= 0; hop_rounds >= 1")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
@@ -299,17 +306,11 @@ PAPER_HYBRID = HybridOptions.paper()
 #: The dev-tuned configuration (``TUNED``, the MiniLM preset): first chosen on 2Wiki dev
 #: alone (``benchmarks/tune_stitch.py``, then issue 15's ``quality_search.py`` stages; the
 #: history with its figures is docs/architecture.md §6, "How the presets were chosen").
-#: Issue 21 (three dev families: 2Wiki dev, the HotpotQA sample, MuSiQue dev; the worst
-#: family's lift over dense, no family losing more than .01 objective; MiniLM tuning file
-#: ``benchmarks/experiments/results/quality_search/quality_search_minilm.{md,json}``):
-#: delta .8 -> .85 and the calibrated final ranking (``rank_weights``, trained on the
-#: three families): R@5 2Wiki dev .912 -> .915, HotpotQA .900 -> .920, MuSiQue dev .690
-#: -> .705; 2Wiki test (never searched) .901 -> .902.
-#: Issue 21, session 10: the bridge names of the first hop (``hop_bridge`` 1: the top
-#: chunk's names the question does not name re-enter the second round's candidates) and
-#: the ranker retrained with it (the search's ranker stage retrains it for every damping x
-#: bridge weight; d .2 kept): worst-family lift .135 -> .138 (HotpotQA), R@5 2Wiki dev .915
-#: -> .927, HotpotQA .920 -> .935, MuSiQue dev .705 -> .728; 2Wiki test .902 -> .908.
+#: Issue 21 (three dev families, the worst family's lift over dense; MiniLM tuning file
+#: ``benchmarks/experiments/results/quality_search/quality_search_minilm.{md,json}``; each
+#: step's figures: docs/architecture.md §6): delta .8 -> .85, the calibrated final
+#: ranking (``rank_weights``) and the first hop's bridge names (``hop_bridge`` 1): R@5
+#: 2Wiki dev .927, HotpotQA .935, MuSiQue dev .728; 2Wiki test (never searched) .908.
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()

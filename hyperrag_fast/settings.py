@@ -121,6 +121,8 @@ class BuildOptions:
 #: CODA alignment modes and elimination calibrations (coda/retrieve.py, docs/architecture.md §7)
 CODA_ALIGNS = ("count", "relevance")
 CODA_CALIBRATIONS = ("raw", "zscore")
+CODA_PPR_SOLVERS = ("power", "push", "local")
+CODA_SIMS = ("full", "lazy")
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,18 @@ class CodaOptions:
     tau: float = 0.35
     ppr_d: float = 0.85
     ppr_tol: float = 1e-6
-    ppr_solver: str = "power"  # 2Wiki dev (40k entities): power p50 104 ms, push 452 ms, same recall
+    #: "power" (the published reading), "push" (kernels/ppr.py's global push), "local"
+    #: (the default: a documented approximation, docs/architecture.md §7 "CODA query cost")
+    ppr_solver: str = "local"
+    #: ppr_solver="local": local push (hyperrag_fast.ppr.LocalPush.approx_sparse) down to
+    #: this residual threshold: every score within d * ppr_eps * wsum(v) below the exact one
+    ppr_eps: float = 1e-5
+    #: "full": the query scored against every entity and relation (the published reading);
+    #: "lazy": exact top-k scans and similarities only where read (coda/fast.py)
+    sims: str = "lazy"
+    #: sims="lazy" only: "all" entities are functional candidates, or only those the
+    #: local push "touched" (ppr_solver="local"; an approximation)
+    functional_scope: str = "touched"
     k_context: int = 10
     k_functional: int = 10
     elim_keep_frac: float = 0.5
@@ -177,8 +190,14 @@ class CodaOptions:
             raise ValueError(f"ppr_d must be in [0, 1), got {self.ppr_d}")
         if not 0.0 <= self.elim_keep_frac <= 1.0:
             raise ValueError(f"elim_keep_frac must be in [0, 1], got {self.elim_keep_frac}")
-        if self.ppr_solver not in ("push", "power"):
-            raise ValueError(f"ppr_solver must be 'push' or 'power', got {self.ppr_solver!r}")
+        if self.ppr_solver not in CODA_PPR_SOLVERS:
+            raise ValueError(f"ppr_solver must be one of {CODA_PPR_SOLVERS}, got {self.ppr_solver!r}")
+        if self.sims not in CODA_SIMS:
+            raise ValueError(f"sims must be one of {CODA_SIMS}, got {self.sims!r}")
+        if self.functional_scope not in ("all", "touched"):
+            raise ValueError(f"functional_scope must be 'all' or 'touched', got {self.functional_scope!r}")
+        if not self.ppr_eps > 0:
+            raise ValueError(f"ppr_eps must be > 0, got {self.ppr_eps}")
 
 
 
@@ -188,4 +207,8 @@ class CodaOptions:
 #: Reasoning}) deciding: benchmarks/results/tuning_coda_gbench_minilm.json (session 10:
 #: graph_weight 0.03 and align_items "all" over 0.01 / "relations"; fact_weight 0.2 and
 #: dedup_sim 0.99 from session 9's benchmarks/coda_signals.py on Medical).
-CODA_PAPER = CodaOptions(align="count", elim_calibration="raw")
+CODA_PAPER = CodaOptions(align="count", elim_calibration="raw", ppr_solver="power", sims="full",
+                         functional_scope="all")
+#: the published query mechanics with this library's alignment and elimination: the
+#: full scans and the power PPR of ``coda`` before the fast path (docs/architecture.md §7)
+CODA_EXACT = CodaOptions(ppr_solver="power", sims="full", functional_scope="all")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
+from ._config import dot_jit, jit
+from .dense import _better, offer
 
 
 @jit
@@ -156,3 +157,43 @@ def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels,
         tot[nz] += ps[o[t]]
     nz += 1
     return ids[:nz].copy(), tot[:nz].copy()
+
+
+@dot_jit
+def _max_dot(V, E, i):
+    """max_j <E[j], V[i]> in float32 (sums reassociated, as kernels/dense.py's dots)."""
+    best = -np.inf
+    for j in range(E.shape[0]):
+        s = np.float32(0.0)
+        for t in range(V.shape[1]):
+            s += E[j, t] * V[i, t]
+        if s > best:
+            best = s
+    return best
+
+
+@jit
+def functional_topk(frp, entries, k, rows):
+    """Functional association without a dense score vector (``sims="lazy"``,
+    docs/architecture.md §7): the ``k`` rows i of ``rows`` (distinct; outside ``entries``)
+    with the largest positive max_j <frp[entries[j]], frp[i]>, score descending, ties by
+    lower id, in one pass (float32 FastRP rows). Returns (ids int64, scores float64)."""
+    n, d = frp.shape
+    m = entries.shape[0]
+    E = np.empty((m, d), dtype=np.float32)
+    skip = np.zeros(n, dtype=np.bool_)
+    for j in range(m):
+        E[j] = frp[entries[j]]
+        skip[entries[j]] = True
+    kk = max(k, 1)
+    ids = np.empty(kk, dtype=np.int64)
+    s = np.empty(kk, dtype=np.float32)
+    c = 0
+    for t in range(rows.shape[0] if k > 0 else 0):
+        i = rows[t]
+        if skip[i]:
+            continue
+        b = _max_dot(frp, E, i)
+        if b > 0 and (c < k or _better(b, i, s[k - 1], ids[k - 1])):
+            c = offer(b, i, c, k, ids, s)
+    return ids[:c].copy(), s[:c].astype(np.float64)

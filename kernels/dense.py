@@ -157,3 +157,63 @@ def all_finite(Q):
             if not np.isfinite(Q[i, j]):
                 return False
     return True
+
+
+@jit
+def quantize_rows(V, C, scale):
+    """Per-row int8 codes: C[i] = round(V[i] / scale[i]), scale[i] = max |V[i]| / 127
+    (1 for a zero row), so |V[i, j] - scale[i] C[i, j]| <= scale[i] / 2."""
+    for i in range(V.shape[0]):
+        m = 0.0
+        for j in range(V.shape[1]):
+            m = max(m, abs(V[i, j]))
+        s = m / 127.0 if m > 0 else 1.0
+        scale[i] = s
+        for j in range(V.shape[1]):
+            C[i, j] = np.int8(min(127.0, max(-127.0, np.rint(V[i, j] / s))))
+
+
+@dot_jit
+def _code_dots(C, scale, q, out):
+    """out[i] = scale[i] <C[i], q> (float32, sums reassociated)."""
+    for i in range(C.shape[0]):
+        s = np.float32(0.0)
+        for j in range(C.shape[1]):
+            s += np.float32(C[i, j]) * q[j]
+        out[i] = s * scale[i]
+
+
+#: absolute slack on the int8 bound (float32 rounding of the code dots and of the rescore)
+CODE_SLACK = 1e-4
+
+
+@jit
+def code_topk(C, scale, V, q, k, out_ids, out_s):
+    """Exact ordered top-k of ``V @ q`` (0 < k <= n; as :func:`exact_topk`) from int8
+    codes (:func:`quantize_rows`): every row's code score is within
+    ``e_i = scale[i] / 2 * |q|_1 + CODE_SLACK`` of its cosine, so only rows whose upper
+    bound reaches the k-th best lower bound are rescored from ``V``; a quarter of the
+    bytes of a float32 scan is read (docs/architecture.md §7, "CODA query cost").
+    Returns the number of rows rescored."""
+    n = C.shape[0]
+    a = np.empty(n, dtype=np.float32)
+    _code_dots(C, scale, q, a)
+    q1 = 0.0
+    for j in range(q.shape[0]):
+        q1 += abs(q[j])
+    lo_ids = np.empty(k, dtype=np.int64)
+    lo_s = np.empty(k, dtype=np.float64)
+    m = 0
+    for i in range(n):  # the k best lower bounds
+        lo = a[i] - (scale[i] * 0.5 * q1 + CODE_SLACK)
+        if m < k or lo > lo_s[k - 1]:
+            m = offer(lo, i, m, k, lo_ids, lo_s)
+    floor = lo_s[k - 1]
+    rows = np.empty(n, dtype=np.int64)
+    c = 0
+    for i in range(n):
+        if a[i] + (scale[i] * 0.5 * q1 + CODE_SLACK) >= floor:
+            rows[c] = i
+            c += 1
+    rescore_topk(V, rows[:c], q, k, out_ids, out_s)
+    return c

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.config import TUNED, HybridOptions
 from hyperrag_fast.lexical import TitleLookup
-from hyperrag_fast.methods.stitch import bridge_chunks, hop_seeds, page_capped
+from hyperrag_fast.methods.stitch import bridge_chunks, bridge_groups, hop_seeds, page_capped
 
 from test_hop_seeds import NAMES, _engine, chunk_st
 
@@ -179,3 +179,42 @@ def test_groups_of_keys_literal(group_keys, keys):
     lk = GroupLookup(SimpleNamespace(group_key=group_keys))
     want = sorted({g for g, k in enumerate(group_keys) if k in set(keys)})
     assert lk.groups_of_keys(keys) == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=8), st.lists(st.integers(0, 7), max_size=6))
+def test_csr_rows_and_run_starts_match_loops(lengths, rows):
+    """``engine.csr_rows`` (the bridge candidates' one gather) = the rows' slices
+    concatenated, each entry tagged with its row's position; ``run_starts`` = where the
+    value changes in a sorted array."""
+    from hyperrag_fast.engine import csr_rows, run_starts
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = np.arange(100, 100 + int(ptr[-1]), dtype=np.int32)
+    rows = np.asarray([r % len(lengths) for r in rows], np.int64)
+    got, owner = csr_rows(ptr, values, rows)
+    want = [(int(v), j) for j, r in enumerate(rows.tolist()) for v in values[ptr[r]:ptr[r + 1]]]
+    assert list(zip(got.tolist(), owner.tolist())) == want
+    s = np.sort(np.asarray(lengths))
+    assert run_starts(s).tolist() == [i for i in range(s.size) if i == 0 or s[i] != s[i - 1]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(chunk_st, st.integers(0, 4), st.lists(st.integers(0, 4), max_size=3))
+def test_bridge_chunks_order(chunks, t, named):
+    """Candidates come ordered by the first bridge group (ascending) giving them a weight,
+    then by id (the order C0 grows in, which the kernel's C_q order follows)."""
+    eng, q = _engine(chunks)
+    g = eng.graph
+    t = t % g.n_chunks
+    named = np.asarray(sorted({x % max(g.n_groups, 1) for x in named}), np.int64)
+    ids, vals = bridge_chunks(eng, q.astype(np.float64), t, named, 20)
+    grp, wg = bridge_groups(eng, q.astype(np.float64), t, named)
+    first = {}
+    for x, w in zip(grp.tolist(), wg.tolist()):
+        cs = {int(g.nc_chunks[k]) for v in g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
+              for k in range(g.nc_ptr[v], g.nc_ptr[v + 1])} - {t}
+        for c in cs:
+            if w * max(float(eng.chunk_vec[c].astype(np.float64) @ q), 0.0) > 0:
+                first.setdefault(c, x)
+    assert ids.tolist() == sorted(first, key=lambda c: (first[c], c))
+    assert ids.dtype == np.int64 and vals.dtype == np.float64

@@ -1,5 +1,5 @@
 """Issue 21's further hop options, off in both presets (HybridOptions.hop_dense,
-hop_bridge_titles, mmr; hop_rounds is in test_bridge.py) against literal twins."""
+hop_query, hop_bridge_titles, mmr; hop_rounds is in test_bridge.py) against literal twins."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.config import TUNED, HybridOptions
 from hyperrag_fast.lexical import TitleLookup
-from hyperrag_fast.methods.offpreset import _best_per_title, hop_dense
+from hyperrag_fast.methods.offpreset import _best_per_title, hop_dense, hop_query
 from hyperrag_fast.methods.stitch import mmr_top
 
 from test_hop_seeds import _engine, chunk_st
@@ -82,6 +82,53 @@ def test_hop_dense_is_the_nearest_to_the_moved_question():
     assert len(on.detail["cand_chunks"]) >= len(off.detail["cand_chunks"])
 
 
+def test_hop_query_searches_the_question_with_the_bridge_name():
+    from hyperrag_fast.chunking import Document
+    from hyperrag_fast.embed.hashing import HashingEmbedder
+    from hyperrag_fast.extract.offline import RegexExtractor
+    from hyperrag_fast.index import HyperIndex
+    from hyperrag_fast.methods.stitch import _named_groups, bridge_groups
+    from hyperrag_fast.retriever import Retriever
+    docs = [Document(f"d{i}", f"Page {i}", f"Page {i} tells of {w} and Town {i % 3} near {p}.")
+            for i, (w, p) in enumerate([("Rivers", "Alba"), ("Kings", "Borr"), ("Films", "Alba"),
+                                        ("Songs", "Cyr"), ("Ships", "Borr"), ("Birds", "Dunn")])]
+    ix = HyperIndex.build(docs, RegexExtractor(), HashingEmbedder(), progress=False)
+    r = Retriever(ix, HashingEmbedder())
+    state, eng, lk = r.state, r.state.engine, next(iter(r.state.lookups.values()))
+    text = "Which king sailed ships?"
+    q = HashingEmbedder().embed([text])[0]
+    g = eng.graph
+    seen = 0
+    for t in range(len(docs)):
+        bridges = lambda c: bridge_groups(eng, q, c, _named_groups(lk, text, c))  # noqa: E731
+        grp, w = bridges(t)
+        for k in (1, 3):
+            ids, s = hop_query(state, eng, text, t, k, False, bridges)
+            ids_b, s_b = hop_query(state, eng, text, t, k, True, bridges)
+            if not grp.size:
+                assert ids.size == 0 and ids_b.size == 0
+                continue
+            seen += 1
+            nodes = g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]
+            best = int(grp[np.argmax(w)])
+            name = [g.node_name[v] for v in nodes.tolist() if g.node_group[v] == best][0]
+            u = HashingEmbedder().embed([f"{text} {name}"])[0].astype(np.float64)
+            full = eng.chunk_vec.astype(np.float64) @ u
+            order = [int(c) for c in np.argsort(-full, kind="stable") if c != t][:k]
+            assert sorted(ids.tolist()) == sorted(order) and t not in ids.tolist()
+            assert np.allclose(np.sort(s), np.sort(np.maximum(full[order], 0.0)), atol=1e-5)
+            b_ids, b_s = state.bm25.top_k(f"{text} {name}", k + 1)
+            keep = b_ids != t
+            assert ids_b.tolist() == b_ids[keep][:k].tolist()
+            assert np.allclose(s_b, (b_s / b_s.max())[keep][:k])
+    assert seen  # some top chunk has a bridge name
+    h = replace(TUNED.hybrid, rank_weights=())
+    off = r.retrieve(text, replace(TUNED, hybrid=h), detail=True)
+    on = r.retrieve(text, replace(TUNED, hybrid=replace(h, hop_query=3, hop_query_bm25=3,
+                                                        hop_query_weight=1.0)), detail=True)
+    assert len(on.detail["cand_chunks"]) > len(off.detail["cand_chunks"])
+
+
 def test_best_per_title_literal():
     lk = type("L", (), {"titles": TitleLookup(lambda: ["A", "B", "A", "C", "A", "B"])})()
     named = np.array([0, 2, 4, 1, 5], np.int64)
@@ -96,6 +143,9 @@ def test_options_off_by_default_and_validated():
         0, 0.0, 0.0, False, 1)
     p = HybridOptions.paper()
     assert (p.hop_dense, p.mmr, p.hop_bridge_titles, p.hop_rounds) == (0, 0.0, False, 1)
-    for bad in ({"hop_dense": -1}, {"hop_dense_weight": -0.5}, {"mmr": -0.1}, {"hop_rounds": 0}):
+    assert (h.hop_query, h.hop_query_bm25, h.hop_query_weight) == (0, 0, 0.0)
+    assert (p.hop_query, p.hop_query_bm25, p.hop_query_weight) == (0, 0, 0.0)
+    for bad in ({"hop_dense": -1}, {"hop_dense_weight": -0.5}, {"mmr": -0.1}, {"hop_rounds": 0},
+                {"hop_query": -1}, {"hop_query_bm25": -2}, {"hop_query_weight": -0.1}):
         with pytest.raises(ValueError):
             HybridOptions(**bad)

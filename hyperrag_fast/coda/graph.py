@@ -24,7 +24,7 @@ import numpy as np
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp
 from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as_rows,
-                     l2_rows, segment_sum)
+                     l2_rows, segment_sum, write_json_object)
 
 
 # ------------------------------------------------------------ consolidated graph
@@ -216,7 +216,7 @@ def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
     proj = fastrp_projection(n, p.dim, p.seed)
     deg = np.diff(g.adj_ptr).astype(np.float64)
     scale = np.where(deg > 0, np.power(np.maximum(deg, 1.0), p.beta), 0.0)
-    proj = np.ascontiguousarray(proj * scale[:, None])
+    proj *= scale[:, None]  # in place: the same products, no second n x dim copy
     out = fastrp(g.adj_ptr, g.adj_nbr, g.adj_w, proj,
                  np.asarray(p.iter_weights, np.float64), bool(p.normalize))
     return l2_rows(out)
@@ -230,8 +230,7 @@ def save_graph(d: str | os.PathLike, g: CodaGraph) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     for k, a in g.arrays().items():
         np.save(d / f"{k}.npy", np.ascontiguousarray(a))
-    (d / "texts.json").write_text(json.dumps({k: list(getattr(g, k)) for k in TEXTS},
-                                             ensure_ascii=False), encoding="utf-8")
+    write_json_object(d / "texts.json", ((k, list(getattr(g, k))) for k in TEXTS), ensure_ascii=False)
     (d / "graph.json").write_text(json.dumps({"n_chunks": g.n_chunks,
                                               "n_entities": g.n_entities,
                                               "n_relations": g.n_relations}), encoding="utf-8")

@@ -310,6 +310,27 @@ def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarra
 
 
 # ------------------------------------------------------------------ persistence
+JSON_PART = 8192  # list items per json.dumps call of write_json_object
+
+
+def write_json_object(path: str | os.PathLike, items, ensure_ascii: bool = True) -> None:
+    """Write ``json.dumps(dict(items), ensure_ascii=...)`` a list part at a time: the same
+    bytes, without the document (or a whole list) held as one string (a text list of
+    the 2Wiki graph is tens of MB, four bytes a character beside one non-BMP character)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("{")
+        for i, (k, v) in enumerate(items):
+            f.write((", " if i else "") + json.dumps(k, ensure_ascii=ensure_ascii) + ": ")
+            if not isinstance(v, list) or not v:
+                f.write(json.dumps(v, ensure_ascii=ensure_ascii))
+                continue
+            f.write("[")
+            for b in range(0, len(v), JSON_PART):
+                f.write((", " if b else "") + json.dumps(v[b:b + JSON_PART], ensure_ascii=ensure_ascii)[1:-1])
+            f.write("]")
+        f.write("}")
+
+
 def save_raw(path: str | os.PathLike, kg: RawKG, ent_vec: np.ndarray, rel_vec,
              meta: dict) -> Path:
     """Write ``raw.json``, ``raw_ent_vec.npy``, ``raw_rel_rep.npy`` / ``raw_rel_of.npy``
@@ -318,7 +339,7 @@ def save_raw(path: str | os.PathLike, kg: RawKG, ent_vec: np.ndarray, rel_vec,
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / "raw.json.tmp"
-    tmp.write_text(json.dumps(kg.to_json()), encoding="utf-8")
+    write_json_object(tmp, kg.to_json().items())
     os.replace(tmp, d / "raw.json")
     rt = as_rows(rel_vec)
     for name, arr in (("raw_ent_vec", np.ascontiguousarray(ent_vec, np.float32)),

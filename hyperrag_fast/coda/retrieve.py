@@ -12,6 +12,9 @@ interference elimination, alignment to source chunks.
 * **Contextualized association**: PPR (d 0.85, kernels/ppr.py) seeded on the entry
   entities in proportion to max(0, sim); top-``k_context`` entities and the relations
   induced among them.
+* **Query cost** (ours, docs/architecture.md §7 "CODA query cost"): ``sims="lazy"``
+  (coda/fast.py) scores only what is read, ``ppr_solver="local"`` is the local push to
+  ``ppr_eps``; ``CODA_PAPER`` / ``config.CODA_EXACT`` keep the full scans and power PPR.
 * **Functional association**: entities whose FastRP rows are closest (max cosine)
   to an entry's; top ``k_functional`` non-entry entities.
 * **Interference elimination.** LLM path: an :class:`InterferenceFilter`. Offline
@@ -49,14 +52,16 @@ import numpy as np
 from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
-from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
+from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations, semantic_expand,
+                                  weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
+from ..ppr import LocalPush
+from .fast import QuerySims, chunk_sims, gather_sims, graph_sims
+from .select import _dedup, _max_chunks, _mmr
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
 from .graph import CodaGraph
-
-
 
 
 def _z(sim: np.ndarray) -> np.ndarray:
@@ -65,59 +70,6 @@ def _z(sim: np.ndarray) -> np.ndarray:
         return sim
     sd = float(sim.std())
     return (sim - float(sim.mean())) / sd if sd > 0 else np.zeros_like(sim)
-
-
-def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
-    """Greedy: walk ``order`` and skip a chunk whose cosine with a chosen one exceeds
-    ``limit`` (near-duplicate passages carry no new evidence); up to ``top_k``."""
-    chosen: list[int] = []
-    for j in order:
-        v = chunk_vec[ids[j]]
-        if all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
-            chosen.append(int(j))
-            if len(chosen) == top_k:
-                break
-    return np.asarray(chosen, np.int64)
-
-
-def _mmr(chunk_vec, ids, score, top_k, lam, limit) -> np.ndarray:
-    """Greedy maximal marginal relevance over candidate positions: each step takes the
-    best ``score - lam * max(0, max cosine with the chosen)`` (ties by chunk id),
-    skipping a candidate above ``limit`` (when > 0); up to ``top_k`` positions."""
-    v = chunk_vec[ids]
-    sim = (v @ v.T).astype(np.float64)
-    near = np.zeros(ids.size)
-    free = np.ones(ids.size, bool)
-    chosen: list[int] = []
-    while len(chosen) < min(top_k, ids.size):
-        val = score - lam * np.maximum(near, 0.0)
-        ok = free & ((near <= limit) if limit > 0 and chosen else True)
-        if not ok.any():
-            break
-        cand = np.flatnonzero(ok)
-        j = int(cand[np.lexsort((ids[cand], -val[cand]))[0]])
-        chosen.append(j)
-        free[j] = False
-        near = np.maximum(near, sim[:, j])
-    return np.asarray(chosen, np.int64)
-
-
-def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
-    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
-    parts_c, parts_w = [], []
-    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
-                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
-        if items.size:
-            lens = ptr[items + 1] - ptr[items]
-            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
-            parts_w.append(np.repeat(w, lens))
-    if not parts_c:
-        return np.zeros(0, np.int64), np.zeros(0)
-    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
-    ids, inv = np.unique(c, return_inverse=True)
-    best = np.zeros(ids.size)
-    np.maximum.at(best, inv, w)
-    return ids, best
 
 
 class KeywordExtractor(Protocol):
@@ -163,6 +115,10 @@ class CodaRetriever:
         # FastRP rows transposed, contiguous: the product with the entries' rows reads
         # them in order (2Wiki, 40k x 128: 3.8 vs 7.9 ms, the same floats)
         self._frp_t = np.ascontiguousarray(graph.frp.T)
+        self._frp = np.ascontiguousarray(graph.frp, np.float32)
+        self._all_ents = np.arange(graph.n_entities, dtype=np.int64)
+        self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
+        self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
         self._sent_ptr = self._sent_ord = None  # chunk -> its sentences (CSR)
         if sent_chunk is not None:
             sc = np.asarray(sent_chunk, np.int64)
@@ -174,6 +130,12 @@ class CodaRetriever:
         rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
         self.wsum = np.bincount(rows, weights=graph.adj_w, minlength=graph.n_entities
                                 ).astype(np.float64)
+
+    def _local_push(self) -> LocalPush:
+        if self._lp is None:  # a benign race: two threads may both build it
+            g = self.g
+            self._lp = LocalPush(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum)
+        return self._lp
 
     # ------------------------------------------------------------- entries
     def entries(self, q: np.ndarray, text: str, ent_sim: np.ndarray, rel_sim: np.ndarray,
@@ -205,46 +167,69 @@ class CodaRetriever:
     def _retrieve(self, q, text, top_k, o, detail, bm25) -> CodaResult:
         g = self.g
         q = np.asarray(q, np.float32).reshape(-1)
-        ent_sim = (g.ent_vec @ q).astype(np.float64)
-        rel_sim = (g.rel_vec @ q).astype(np.float64)
-        e0, r0, info = self.entries(q, text, ent_sim, rel_sim, o)
+        S = QuerySims(graph_sims(self), q) if o.sims == "lazy" and self.keywords is None else None
+        if S is not None:  # similarities only where read (coda/fast.py)
+            ent_sim, rel_sim = S.ent, S.rel
+            e0, r0 = S.top_entities(o.k_entry), S.top_relations(o.k_entry_relations)
+            info = {"entry_mode": "offline: query embedding"}
+        else:
+            ent_sim = (g.ent_vec @ q).astype(np.float64)
+            rel_sim = (g.rel_vec @ q).astype(np.float64)
+            e0, r0, info = self.entries(q, text, ent_sim, rel_sim, o)
         ents = {int(e): "entry" for e in e0}
         rels = {int(r): "entry" for r in r0}
 
         if o.semantic and e0.size:
+            if S is not None:
+                S.fill_arcs(g.adj_ptr, g.adj_nbr, g.adj_rel, e0)
             se, _, sr, _ = semantic_expand(g.adj_ptr, g.adj_nbr, g.adj_rel, ent_sim, rel_sim,
                                            e0, o.alpha, o.beta, o.tau)
             for e in se:
                 ents.setdefault(int(e), "semantic")
             for r in sr:
                 rels.setdefault(int(r), "semantic")
+        touched = None  # entities the local push reached (functional_scope="touched")
         if o.contextual and e0.size and o.k_context:
             p = np.zeros(g.n_entities)
             p[e0] = np.maximum(ent_sim[e0], 0.0) + 1e-12
             p /= p.sum()
-            if o.ppr_solver == "push":
-                pi, _, _ = ppr_push(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d, o.ppr_tol)
+            if o.ppr_solver == "local":  # local push to threshold ppr_eps (ppr.LocalPush)
+                res = self._local_push().approx_sparse(e0, p[e0], o.ppr_d, o.ppr_eps)
+                sel = top_k_desc(res.x, o.k_context)
+                ce = res.ids[sel[res.x[sel] > 0]]
+                touched = res.ids
             else:
-                pi, _ = ppr_power(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d,
-                                  o.ppr_tol, 1000)
-            ce = top_k_desc(pi, o.k_context)
-            ce = ce[pi[ce] > 0]
+                if o.ppr_solver == "push":
+                    pi, _, _ = ppr_push(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d, o.ppr_tol)
+                else:
+                    pi, _ = ppr_power(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d,
+                                      o.ppr_tol, 1000)
+                ce = top_k_desc(pi, o.k_context)
+                ce = ce[pi[ce] > 0]
             for e in ce:
                 ents.setdefault(int(e), "contextual")
             for r in induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce):
                 rels.setdefault(int(r), "contextual")
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
-            fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
-            fe = top_k_desc(fs, o.k_functional, exclude=e0)
-            for e in fe[fs[fe] > 0]:
+            if S is not None:  # one compiled pass, no score vector
+                rows = (touched if o.functional_scope == "touched" and touched is not None
+                        else self._all_ents)
+                fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
+            else:
+                fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
+                fe = top_k_desc(fs, o.k_functional, exclude=e0)
+                fe = fe[fs[fe] > 0]
+            for e in fe:
                 ents.setdefault(int(e), "functional")
 
         E = np.fromiter(ents, np.int64, len(ents))
         R = np.fromiter(rels, np.int64, len(rels))
         keep_e, keep_r = np.ones(E.size, bool), np.ones(R.size, bool)
         ez = rz = None
+        if S is not None:
+            S.fill(E, R)
         if o.elim_calibration == "zscore" or o.align == "relevance":
-            ez, rz = _z(ent_sim), _z(rel_sim)
+            ez, rz = S.z(E, R) if S is not None else (_z(ent_sim), _z(rel_sim))
         if o.elimination:
             keep_e, keep_r, how = self._eliminate(text, E, R, ents, rels, ent_sim, rel_sim, o,
                                                   ez, rz)
@@ -282,8 +267,8 @@ class CodaRetriever:
     def _relevance(self, q, text, KE, KR, ez, rz, top_k, o, bm25):
         """``align="relevance"`` (module docstring): chunk ids and scores, best first."""
         g = self.g
-        ne = np.diff(g.ent_chunk_ptr)[KE].astype(np.float64)
-        nr = np.diff(g.rel_chunk_ptr)[KR].astype(np.float64)
+        ne = (g.ent_chunk_ptr[KE + 1] - g.ent_chunk_ptr[KE]).astype(np.float64)
+        nr = (g.rel_chunk_ptr[KR + 1] - g.rel_chunk_ptr[KR]).astype(np.float64)
         we = np.maximum(ez[KE], 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
         wr = np.maximum(rz[KR], 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
         if o.align_items == "relations":
@@ -295,7 +280,7 @@ class CodaRetriever:
                                       g.rel_chunks, KE, we, KR, wr)
         score = o.graph_weight * gw
         if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
-            cs = self.chunk_vec @ q
+            cs = chunk_sims(self.chunk_vec, q) if o.sims == "lazy" else self.chunk_vec @ q
             if o.dense_pool:
                 pool = top_k_desc(cs, o.dense_pool)
                 extra = pool[~np.isin(pool, ids)]
@@ -316,7 +301,7 @@ class CodaRetriever:
                 for c, v in zip(lid, ls):
                     score[pos[int(c)]] += o.lexical_weight * v
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
-            score = score + o.fact_weight * self._best_sentence(q, ids)
+            score = score + o.fact_weight * self._best_sentence(q, ids, o.sims == "lazy")
         o_ = np.lexsort((ids, -score))
         if o.diversity > 0 and self.chunk_vec is not None:
             o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
@@ -325,12 +310,15 @@ class CodaRetriever:
         o_ = o_[:top_k]
         return ids[o_].astype(np.int64), score[o_]
 
-    def _best_sentence(self, q, ids) -> np.ndarray:
+    def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
         those sentences' vectors are read."""
         lo, n = self._sent_ptr[ids], self._sent_ptr[ids + 1] - self._sent_ptr[ids]
         pos = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
-        sims = (np.asarray(self.sent_vec[self._sent_ord[pos]]) @ q).astype(np.float64)
+        if lazy:  # compiled dots over the rows read (coda/fast.py)
+            sims = gather_sims(self.sent_vec, self._sent_ord[pos], q)
+        else:
+            sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
         np.maximum.at(best, np.repeat(np.arange(ids.size), n), sims)
         return best

@@ -1,7 +1,8 @@
 """Options of ``run_stitch`` that are off in both presets (docs/architecture.md §5;
 issue 21, each measured beside the presets): the per-page cap (``title_max``), maximal
 marginal relevance over the ranker's order (``mmr``), bridge sources from named titles
-(``hop_bridge_titles``), the dense search moved towards the first hop (``hop_dense``)
+(``hop_bridge_titles``), the dense search moved towards the first hop (``hop_dense``),
+a second retrieval from the question and the first hop's bridge name (``hop_query``)
 and further bridge rounds (``hop_rounds``). Kept out of ``stitch.py`` so the default
 query route stays in its five modules (tests/test_layout.py).
 """
@@ -33,6 +34,50 @@ def hop_dense(state, eng, q: np.ndarray, t: int, k: int) -> tuple[np.ndarray, np
     ids, sims = state.index.ann["chunk_vec"].search((v / n).astype(np.float32), k + 1)
     keep = ids != t
     return ids[keep][:k].astype(np.int64), np.maximum(sims[keep][:k].astype(np.float64), 0.0)
+
+
+def hop_query(state, eng, text: str, t: int, k: int, bm25: bool,
+              bridges) -> tuple[np.ndarray, np.ndarray]:
+    """``HybridOptions.hop_query`` / ``hop_query_bm25``: the ``k`` chunks (t left out) best
+    for the string "question bridge", bridge = the name of chunk ``t``'s bridge group of
+    the largest weight (``bridges(t)`` = ``stitch.bridge_groups``' (groups, weights)); the
+    embedded string's nearest chunks with max(0, sim), or its BM25 top with s / max(s)."""
+    grp, w = bridges(t)
+    none = (np.empty(0, np.int64), np.empty(0))
+    if not grp.size or (bm25 and state.bm25 is None):
+        return none
+    g = eng.graph
+    nodes = g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]
+    best = int(grp[int(np.argmax(w))])
+    query = f"{text} {g.node_name[int(nodes[g.node_group[nodes] == best][0])]}"
+    if not bm25 and state.embedder is None:
+        raise ValueError("hop_query embeds a second query: this query state has no embedder")
+    if bm25:
+        ids, s = state.bm25.top_k(query, k + 1)
+        s = s / s.max() if s.size and s.max() > 0 else s
+    else:
+        v = np.asarray(state.embedder.embed([query]), np.float32).reshape(-1)
+        ids, s = state.index.ann["chunk_vec"].search(v, k + 1)
+        s = np.maximum(np.asarray(s, np.float64), 0.0)
+    keep = ids != t
+    return np.asarray(ids)[keep][:k].astype(np.int64), np.asarray(s, np.float64)[keep][:k]
+
+
+def dense_hops(state, eng, q: np.ndarray, text: str, t: int, hybrid,
+               bridges) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates of ``hop_dense`` and ``hop_query`` / ``hop_query_bm25`` from the first
+    round's top chunk ``t``, each with its prior term (weight x value)."""
+    ids, vals = [np.empty(0, np.int64)], [np.empty(0)]
+    if hybrid.hop_dense > 0:
+        c, v = hop_dense(state, eng, q, t, hybrid.hop_dense)
+        ids.append(c)
+        vals.append(hybrid.hop_dense_weight * v)
+    for k, bm25 in ((hybrid.hop_query, False), (hybrid.hop_query_bm25, True)):
+        if k > 0:
+            c, v = hop_query(state, eng, text, t, k, bm25, bridges)
+            ids.append(c)
+            vals.append(hybrid.hop_query_weight * v)
+    return np.concatenate(ids), np.concatenate(vals)
 
 
 def mmr_top(eng, ranked: np.ndarray, scores: np.ndarray, mu: float,

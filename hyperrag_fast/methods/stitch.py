@@ -15,10 +15,10 @@ import time
 import numpy as np
 
 from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
-from ..engine import unique
+from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
-from .offpreset import _best_per_title, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
+from .offpreset import _best_per_title, dense_hops, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
 
 
 def _ms(t0: float) -> float:
@@ -76,12 +76,11 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
             c0 = np.concatenate([c0, b_c])
             bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
             bridged = True
-    if hybrid.hop_dense > 0 and r.chunk_ids.size:
-        d_c, d_v = hop_dense(state, eng, q, int(r.chunk_ids[0]), hybrid.hop_dense)
+    if max(hybrid.hop_dense, hybrid.hop_query, hybrid.hop_query_bm25) > 0 and r.chunk_ids.size:
+        d_c, d_v = dense_hops(state, eng, q, text, int(r.chunk_ids[0]), hybrid, lambda t: bridge_groups(
+            eng, q, t, _named_groups(state.lookups[key], text, t)))  # offpreset.py
         if d_c.size:
-            c0 = np.concatenate([c0, d_c])
-            bonus = np.concatenate([bonus, hybrid.hop_dense_weight * d_v])
-            bridged = True
+            c0, bonus, bridged = np.concatenate([c0, d_c]), np.concatenate([bonus, d_v]), True
     if hybrid.hop_chunks > 0 or bridged:
         hop, hop_v = np.empty(0, np.int64), np.empty(0)
         if hybrid.hop_chunks > 0:
@@ -272,22 +271,26 @@ def bridge_chunks(eng, q: np.ndarray, t: int, named: np.ndarray, max_group: floa
     """``HybridOptions.hop_bridge``'s candidates: the chunks (other than ``t``) of the
     bridge groups of chunk ``t`` (:func:`bridge_groups`) spanning at most ``max_group``
     chunks, each with its group's weight x max(0, sim(q, c)) (the largest over its groups;
-    a chunk whose weight is 0 is left out)."""
+    a chunk whose weight is 0 is left out), ordered by its first such group, then by id."""
     g = eng.graph
     grp, wg = bridge_groups(eng, q, t, named)
     ok = g.group_chunks[grp] <= max_group
-    out: dict[int, float] = {}
-    for x, w in zip(grp[ok].tolist(), wg[ok].tolist()):
-        nodes = g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]]
-        cs = unique(np.concatenate([g.nc_chunks[g.nc_ptr[v]:g.nc_ptr[v + 1]] for v in nodes.tolist()]))
-        cs = cs[cs != t]
-        if not cs.size:
-            continue
-        sim = np.maximum((eng.chunk_vec[cs].astype(np.float64) * q).sum(axis=1), 0.0)
-        for c, v in zip(cs.tolist(), (w * sim).tolist()):
-            if v > out.get(c, 0.0):
-                out[c] = v
-    return np.asarray(list(out), np.int64), np.asarray(list(out.values()), np.float64)
+    nodes, gi = csr_rows(g.group_ptr, g.group_nodes, grp[ok])
+    cs, ni = csr_rows(g.nc_ptr, g.nc_chunks, nodes)
+    o = np.lexsort((gi[ni], cs))  # by chunk, then group; t itself left out
+    o = o[cs[o] != t]
+    cs, gi = cs[o].astype(np.int64), gi[ni][o]
+    if cs.size:  # one similarity per chunk, one weight per (group, chunk); zeros dropped
+        start = run_starts(cs)
+        sim = np.maximum((eng.chunk_vec[cs[start]].astype(np.float64) * q).sum(axis=1), 0.0)
+        v = wg[ok][gi] * np.repeat(sim, np.diff(np.append(start, cs.shape[0])))
+        cs, gi, v = cs[v > 0], gi[v > 0], v[v > 0]
+    if not cs.size:
+        return np.empty(0, np.int64), np.empty(0)
+    start = run_starts(cs)
+    ids, first, best = cs[start], gi[start], np.maximum.reduceat(v, start)
+    order = np.lexsort((ids, first))
+    return ids[order], best[order]
 
 
 def hop_seeds(eng, q: np.ndarray, top: np.ndarray, seeds: np.ndarray,

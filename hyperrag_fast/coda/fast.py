@@ -1,0 +1,167 @@
+"""Query similarities of CODA read only where the retrieval reads them (``sims="lazy"``,
+docs/architecture.md §7, "CODA query cost").
+
+The published retrieval (coda/retrieve.py) scores the query against every entity and
+relation (40k x 384 and 31.5k distinct x 384 floats on 2Wiki: two memory-bound scans
+per query) and standardises them over all items. Here: the entries are the exact ordered
+top-k of a scan of int8 codes whose error bound selects the rows to rescore in float32
+(kernels/dense.py ``code_topk``: a quarter of the bytes, no score vector); every
+other similarity is computed for the items that are read (the entries' arcs, the
+associated and kept items); the z-score's mean and standard deviation over all items
+come from the first two moments of the rows, ``mean = mu . q``,
+``E[s^2] = q^T M q`` (computed once per graph, in float64). Same figures up to float
+rounding; ties at the k-th entry may fall to another id than NumPy's argpartition.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from ..kernels.dense import code_topk, dot_gather, dot_rows, quantize_rows
+
+MOMENT_BLOCK = 4096  # rows per float64 block of the moment sums (bounded scratch)
+
+
+def moments(rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, M): the (weighted) mean of the rows and of their outer products, float64."""
+    n, d = rows.shape
+    w = np.ones(n) if weights is None else np.asarray(weights, np.float64)
+    mu, M = np.zeros(d), np.zeros((d, d))
+    for b in range(0, n, MOMENT_BLOCK):
+        x = np.asarray(rows[b:b + MOMENT_BLOCK], np.float64)
+        wb = w[b:b + MOMENT_BLOCK]
+        mu += wb @ x
+        M += (x * wb[:, None]).T @ x
+    tot = float(w.sum())
+    return (mu / tot, M / tot) if tot > 0 else (mu, M)
+
+
+def chunk_sims(chunk_vec: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``chunk_vec @ q`` by the compiled float32 dots (no BLAS call on the query path)."""
+    V = np.ascontiguousarray(chunk_vec, np.float32)
+    out = np.empty(V.shape[0], np.float32)
+    dot_rows(V, np.ascontiguousarray(q, np.float32), out)
+    return out
+
+
+def gather_sims(V: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``V[rows] @ q`` (float64) by the compiled float32 dots over those rows only."""
+    out = np.empty(rows.shape[0], np.float32)
+    dot_gather(np.asarray(V), np.asarray(rows, np.int64), np.ascontiguousarray(q, np.float32), out)
+    return out.astype(np.float64)
+
+
+class GraphSims:
+    """Per-graph state of the lazy similarities (made on first use, then shared)."""
+
+    def __init__(self, g) -> None:
+        self.ent = np.ascontiguousarray(g.ent_vec, np.float32)
+        self.rep = np.ascontiguousarray(g.rel_vec.rep, np.float32)
+        self.of = np.asarray(g.rel_vec.of, np.int64)
+        self.n_ent, self.n_rel = self.ent.shape[0], self.of.shape[0]
+        self.rel_ord = np.argsort(self.of, kind="stable")  # distinct row -> its relations
+        self.rel_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.of, minlength=self.rep.shape[0]))])
+        self.ent_codes, self.rep_codes = _codes(self.ent), _codes(self.rep)
+        self.ent_mom = moments(self.ent) if self.n_ent else None
+        self.rel_mom = (moments(self.rep, np.bincount(self.of, minlength=self.rep.shape[0]))
+                        if self.n_rel else None)
+
+
+def _codes(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes and row scales of ``V`` (kernels/dense.py ``quantize_rows``)."""
+    C, sc = np.empty(V.shape, np.int8), np.empty(V.shape[0], np.float32)
+    quantize_rows(V, C, sc)
+    return C, sc
+
+
+_lock = threading.Lock()
+
+
+def graph_sims(holder) -> GraphSims:
+    """``holder._gsims`` (a retriever), made once under a lock."""
+    gs = getattr(holder, "_gsims", None)
+    if gs is None:
+        with _lock:
+            gs = getattr(holder, "_gsims", None)
+            if gs is None:
+                gs = holder._gsims = GraphSims(holder.g)
+    return gs
+
+
+def _stats(mom, q64) -> tuple[float, float]:
+    mu, M = mom
+    m = float(mu @ q64)
+    return m, math.sqrt(max(float(q64 @ M @ q64) - m * m, 0.0))
+
+
+class QuerySims:
+    """One query's similarities: ``ent`` / ``rel`` arrays (float64, NaN where not
+    computed), filled by :meth:`fill`; :meth:`top_entities` / :meth:`top_relations`
+    exact ordered top-k; :meth:`z` standardised over all items from the moments."""
+
+    def __init__(self, gs: GraphSims, q: np.ndarray) -> None:
+        self.gs, self.q = gs, np.ascontiguousarray(q, np.float32)
+        self.ent = np.full(gs.n_ent, np.nan)
+        self.rel = np.full(gs.n_rel, np.nan)
+        q64 = self.q.astype(np.float64)
+        self.ent_stats = _stats(gs.ent_mom, q64) if gs.ent_mom is not None else (0.0, 0.0)
+        self.rel_stats = _stats(gs.rel_mom, q64) if gs.rel_mom is not None else (0.0, 0.0)
+
+    def _topk(self, V, codes, k) -> tuple[np.ndarray, np.ndarray]:
+        """Exact ordered top-k of ``V @ q`` from the int8 codes, rescored (kernels/dense.py)."""
+        k = min(int(k), V.shape[0])
+        ids, s = np.empty(k, np.int64), np.empty(k, np.float32)
+        if k > 0:
+            code_topk(codes[0], codes[1], V, self.q, k, ids, s)
+        return ids, s
+
+    def top_entities(self, k: int) -> np.ndarray:
+        ids, _ = self._topk(self.gs.ent, self.gs.ent_codes, k)
+        self.fill(ids, None)
+        return ids
+
+    def top_relations(self, k: int) -> np.ndarray:
+        """The k best relations: their rows lie among the k best distinct rows, each
+        expanded to its relations (ordered by similarity, then id)."""
+        gs = self.gs
+        keys, s = self._topk(gs.rep, gs.rep_codes, k)
+        lens = gs.rel_ptr[keys + 1] - gs.rel_ptr[keys]
+        rows = np.concatenate([gs.rel_ord[gs.rel_ptr[u]:gs.rel_ptr[u + 1]] for u in keys]
+                              ) if keys.size else np.zeros(0, np.int64)
+        rs = np.repeat(s.astype(np.float64), lens)
+        top = rows[np.lexsort((rows, -rs))[:k]].astype(np.int64)
+        self.fill(None, top)
+        return top
+
+    def fill(self, ents: np.ndarray | None, rels: np.ndarray | None) -> None:
+        """Compute the similarities of the given entity / relation ids."""
+        if ents is not None and len(ents):
+            ents = np.asarray(ents, np.int64)
+            out = np.empty(ents.size, np.float32)
+            dot_gather(self.gs.ent, ents, self.q, out)
+            self.ent[ents] = out
+        if rels is not None and len(rels):
+            rels = np.asarray(rels, np.int64)
+            out = np.empty(rels.size, np.float32)
+            dot_gather(self.gs.rep, self.gs.of[rels], self.q, out)
+            self.rel[rels] = out
+
+    def fill_arcs(self, ptr, nbr, rel, entries) -> None:
+        """The similarities of every neighbour and relation on the entries' arcs."""
+        if entries.size:
+            arcs = np.concatenate([np.arange(ptr[u], ptr[u + 1]) for u in entries])
+            self.fill(nbr[arcs], rel[arcs])
+
+    @staticmethod
+    def _z(sim, ids, stats) -> np.ndarray:
+        out = np.full(sim.shape[0], np.nan)
+        m, sd = stats
+        out[ids] = (sim[ids] - m) / sd if sd > 0 else 0.0
+        return out
+
+    def z(self, E: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """z-scores of entities ``E`` and relations ``R`` (NaN elsewhere)."""
+        self.fill(E, R)
+        return self._z(self.ent, E, self.ent_stats), self._z(self.rel, R, self.rel_stats)

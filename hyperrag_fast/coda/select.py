@@ -1,0 +1,60 @@
+"""Chunk selection helpers of CODA's relevance alignment (coda/retrieve.py module
+docstring: ``dedup_sim``, ``diversity``, ``align_pool="max"``; docs/architecture.md §7)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:
+    """Greedy: walk ``order`` and skip a chunk whose cosine with a chosen one exceeds
+    ``limit`` (near-duplicate passages carry no new evidence); up to ``top_k``."""
+    chosen: list[int] = []
+    chunk_vec = np.asarray(chunk_vec)  # a memmap's rows: plain views (no per-row wrapper)
+    for j in order:
+        v = chunk_vec[ids[j]]
+        if all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
+            chosen.append(int(j))
+            if len(chosen) == top_k:
+                break
+    return np.asarray(chosen, np.int64)
+
+
+def _mmr(chunk_vec, ids, score, top_k, lam, limit) -> np.ndarray:
+    """Greedy maximal marginal relevance over candidate positions: each step takes the
+    best ``score - lam * max(0, max cosine with the chosen)`` (ties by chunk id),
+    skipping a candidate above ``limit`` (when > 0); up to ``top_k`` positions."""
+    v = chunk_vec[ids]
+    sim = (v @ v.T).astype(np.float64)
+    near = np.zeros(ids.size)
+    free = np.ones(ids.size, bool)
+    chosen: list[int] = []
+    while len(chosen) < min(top_k, ids.size):
+        val = score - lam * np.maximum(near, 0.0)
+        ok = free & ((near <= limit) if limit > 0 and chosen else True)
+        if not ok.any():
+            break
+        cand = np.flatnonzero(ok)
+        j = int(cand[np.lexsort((ids[cand], -val[cand]))[0]])
+        chosen.append(j)
+        free[j] = False
+        near = np.maximum(near, sim[:, j])
+    return np.asarray(chosen, np.int64)
+
+
+def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
+    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
+    parts_c, parts_w = [], []
+    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
+                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
+        if items.size:
+            ptr, cs = np.asarray(ptr), np.asarray(cs)  # plain views of memmaps
+            lens = ptr[items + 1] - ptr[items]
+            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
+            parts_w.append(np.repeat(w, lens))
+    if not parts_c:
+        return np.zeros(0, np.int64), np.zeros(0)
+    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
+    ids, inv = np.unique(c, return_inverse=True)
+    best = np.zeros(ids.size)
+    np.maximum.at(best, inv, w)
+    return ids, best
