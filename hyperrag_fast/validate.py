@@ -171,8 +171,9 @@ def check_coda_graph(arrays: Mapping[str, np.ndarray], n_chunks: int, n_ent: int
         _check_matrix("frp", frp, n_ent, -1 if frp is None else frp.shape[1], True)
         for k, n in (("adj_w", n_adj), ("rel_strength", n_rel)):
             a = arrays.get(k)
-            if a is None or a.shape != (n,) or a.dtype != np.float64 or not np.isfinite(a).all():
-                raise _Broken(k, f"expected {n} finite float64 values")
+            if (a is None or a.shape != (n,) or a.dtype != np.float64 or not np.isfinite(a).all()
+                    or (a < 0).any()):  # PPR (power or local push) needs weights >= 0
+                raise _Broken(k, f"expected {n} finite float64 values >= 0")
     except _Broken as b:
         raise IndexCorruptedError(f"{where}/{b.name}.npy: {b.rule}; the prebuilt structure is "
                                   f"corrupted, rebuild it with hyperrag build-methods") from None
