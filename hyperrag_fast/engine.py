@@ -29,13 +29,20 @@ def unique(a: np.ndarray) -> np.ndarray:
     return s[np.concatenate([[True], s[1:] != s[:-1]])] if s.size else s
 
 
-def csr_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The CSR entries ``values[ptr[r]:ptr[r + 1]]`` of every r in ``rows``, concatenated in
-    that order, and the position in ``rows`` each came from (one gather, no Python loop)."""
+def csr_positions(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions ``ptr[r]..ptr[r + 1] - 1`` of every r in ``rows``, concatenated in that
+    order, and the position in ``rows`` each came from (no Python loop)."""
     s = ptr[rows].astype(np.int64)
     n = ptr[rows + 1] - s
     owner = np.repeat(np.arange(rows.shape[0]), n)
-    return values[np.arange(owner.shape[0]) + (s - (np.cumsum(n) - n))[owner]], owner
+    return np.arange(owner.shape[0]) + (s - (np.cumsum(n) - n))[owner], owner
+
+
+def csr_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR entries ``values[ptr[r]:ptr[r + 1]]`` of every r in ``rows``, concatenated in
+    that order, and the position in ``rows`` each came from (one gather)."""
+    pos, owner = csr_positions(ptr, rows)
+    return values[pos], owner
 
 
 def run_starts(a: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ import threading
 
 import numpy as np
 
+from ..engine import csr_positions, csr_rows
 from ..kernels.dense import code_topk, dot_gather, dot_rows, quantize_rows
 
 MOMENT_BLOCK = 4096  # rows per float64 block of the moment sums (bounded scratch)
@@ -127,10 +128,8 @@ class QuerySims:
         expanded to its relations (ordered by similarity, then id)."""
         gs = self.gs
         keys, s = self._topk(gs.rep, gs.rep_codes, k)
-        lens = gs.rel_ptr[keys + 1] - gs.rel_ptr[keys]
-        rows = np.concatenate([gs.rel_ord[gs.rel_ptr[u]:gs.rel_ptr[u + 1]] for u in keys]
-                              ) if keys.size else np.zeros(0, np.int64)
-        rs = np.repeat(s.astype(np.float64), lens)
+        rows, owner = csr_rows(gs.rel_ptr, gs.rel_ord, keys)
+        rs = s.astype(np.float64)[owner]
         top = rows[np.lexsort((rows, -rs))[:k]].astype(np.int64)
         self.fill(None, top)
         return top
@@ -151,7 +150,7 @@ class QuerySims:
     def fill_arcs(self, ptr, nbr, rel, entries) -> None:
         """The similarities of every neighbour and relation on the entries' arcs."""
         if entries.size:
-            arcs = np.concatenate([np.arange(ptr[u], ptr[u + 1]) for u in entries])
+            arcs, _ = csr_positions(ptr, entries)
             self.fill(nbr[arcs], rel[arcs])
 
     @staticmethod

@@ -52,6 +52,7 @@ import numpy as np
 from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
+from ..engine import csr_positions
 from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations, semantic_expand,
                                   weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
@@ -313,14 +314,13 @@ class CodaRetriever:
     def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
         those sentences' vectors are read."""
-        lo, n = self._sent_ptr[ids], self._sent_ptr[ids + 1] - self._sent_ptr[ids]
-        pos = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
+        pos, owner = csr_positions(self._sent_ptr, ids)
         if lazy:  # compiled dots over the rows read (coda/fast.py)
             sims = gather_sims(self.sent_vec, self._sent_ord[pos], q)
         else:
             sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
-        np.maximum.at(best, np.repeat(np.arange(ids.size), n), sims)
+        np.maximum.at(best, owner, sims)
         return best
 
     def _eliminate(self, text, E, R, ents, rels, ent_sim, rel_sim, o, ez=None, rz=None):
