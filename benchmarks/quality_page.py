@@ -183,6 +183,23 @@ def lofo_section() -> list[str]:
                 out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
                            f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
                            f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    links = g.get("rank_links_leave_one_family_out", {})
+    if links:
+        cols = ", ".join(f"`{c}`" for c in next(iter(links.values()))["columns"])
+        out += ["", f"The ranker's link columns ({cols}; `experiments/rank_links.py`): the preset "
+                    "upstream of the ranker fixed, the ranker trained on all three families "
+                    "(in-sample) or on the other two (leave-one-family-out), without and with the "
+                    "columns; ranked from each question's C_q features as the query path ranks (R@5):", "",
+                "| family | embedder | without, in-sample | without, trained on the other two | "
+                "with, in-sample | with, trained on the other two | gap |", "|---|---|---|---|---|---|---|"]
+        for emb, x in links.items():
+            for fam in [f for f in x if isinstance(x[f], dict) and "in_sample" in x[f]]:
+                r = x[fam]
+                gap = r["in_sample"]["recall@5"] - r["trained_on_others"]["recall@5"]
+                out.append(f"| {fam} | {emb} | {r['without_links_in_sample']['recall@5']:.3f} | "
+                           f"{r['without_links_trained_on_others']['recall@5']:.3f} | "
+                           f"{r['in_sample']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
+                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
     return out + [""]
 
 

@@ -114,6 +114,7 @@ class GroupLookup:
                 self._ids.setdefault(key, []).append(g)
             self._ids = {k: v for k, v in self._ids.items() if len(v) > 1}
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
+        self._pages: dict[int, tuple[int, str, set[str]]] = {}  # bridge_titles' per-page cache
 
     def title_keys(self):
         """Name keys of the chunk titles (:meth:`TitleLookup.keys`, read on first use)."""
@@ -157,9 +158,11 @@ class GroupLookup:
         pg = pages[cq]
         info = {}  # page -> (its title's group or -1, its name key, the key's word n-grams)
         for p in set(pg[pg >= 0].tolist()):
-            k = self.titles.page_key(p)
-            gk = self.groups_of_keys([k])
-            info[p] = (gk[0] if gk else -1, k, _grams(k))
+            if p not in self._pages:
+                k = self.titles.page_key(p)
+                gk = self.groups_of_keys([k])
+                self._pages[p] = (gk[0] if gk else -1, k, _grams(k))
+            info[p] = self._pages[p]
         for j, t in enumerate(np.asarray(top, np.int64).tolist()):
             own = self.groups_of_keys([self.titles.page_key(t)])
             tg = set(g.node_group[g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]].tolist())
