@@ -178,6 +178,7 @@ def cmd_query(a) -> dict[str, Any] | None:
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
+    from .console import keep_until_exit
     from .lean import import_usearch, lean_cache_loads, settle, skip_blas_probe
     # this process is ours: cached kernels load without Numba's compile registries, and
     # SciPy stays out (see hyperrag_fast.lean)
@@ -188,6 +189,7 @@ def cmd_query(a) -> dict[str, Any] | None:
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method, verify=not a.no_verify)
+    keep_until_exit(r)  # a one-shot process ends without freeing it (hyperrag_fast.console)
 
     def render(res) -> dict[str, Any]:
         out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,
