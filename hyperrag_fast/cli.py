@@ -23,7 +23,7 @@ import numpy as np
 
 from .cli_components import (Components, embedder_for, extractor_for, load_writer,  # noqa: F401
                              make_extractor, new_embedder, open_reader)
-from .cli_errors import CliError, debug, is_user_error, report, run_console
+from .cli_errors import CliError, debug, is_user_error, keep_until_exit, report, run_console
 from .store import read_manifest
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
@@ -178,7 +178,6 @@ def cmd_query(a) -> dict[str, Any] | None:
     if a.questions is None and (a.text is None or not a.text.strip()):
         raise CliError("empty query: give a question (or --questions FILE)")
     questions = read_questions(a.questions) if a.questions is not None else None
-    from .console import keep_until_exit
     from .lean import import_usearch, lean_cache_loads, settle, skip_blas_probe
     # this process is ours: cached kernels load without Numba's compile registries, and
     # SciPy stays out (see hyperrag_fast.lean)

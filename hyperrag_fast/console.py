@@ -13,25 +13,16 @@ CLI's modules are imported inside those rules, so Ctrl-C while they load is one 
   (``os._exit``) instead of tearing the interpreter down module by module (~30 ms of CPU
   freeing what the process is about to drop anyway); the query's retriever (the ONNX
   session, the index's memory maps and SQLite connection) is kept to that end
-  (:func:`keep_until_exit`) rather than freed when the command returns (~10 ms).
+  (``cli_errors.keep_until_exit``) rather than freed when the command returns (~10 ms).
 """
 from __future__ import annotations
 
 import os
 import sys
 
-from .cli_errors import run_console  # a leaf: NumPy is not loaded yet
+from .cli_errors import ends_without_teardown, run_console  # a leaf: NumPy is not loaded yet
 
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
-_one_shot = False  # set by run() for ``query``: the process ends with os._exit
-_kept: list = []  # what keep_until_exit keeps
-
-
-def keep_until_exit(obj) -> None:
-    """In a one-shot ``hyperrag query`` process (:func:`run`), keep ``obj`` alive until
-    the process ends, which frees nothing; elsewhere (in-process callers) nothing."""
-    if _one_shot:
-        _kept.append(obj)
 
 
 def _main() -> int:
@@ -54,10 +45,9 @@ def _end(rc: int) -> None:
 def run() -> int:
     """The console script: ``hyperrag ARGS``. For ``query`` it ends the process itself
     (module docstring); in-process callers use :func:`hyperrag_fast.cli.main`."""
-    global _one_shot
     query = sys.argv[1:2] == ["query"]
-    _one_shot = query
     if query:
+        ends_without_teardown()
         from .config import QUERY_BLAS_THREADS  # a leaf without NumPy
         if QUERY_BLAS_THREADS > 0:
             os.environ.setdefault(BLAS_THREADS_ENV, str(QUERY_BLAS_THREADS))
