@@ -18,6 +18,12 @@ CHUNK_VECTORS = ("text", "pooled")
 DEFAULT_CHUNK_VECTORS = "text"
 #: default size below which exact search is used (see ``hyperrag_fast.ann``).
 EXACT_THRESHOLD = 10_000
+#: exact search of a matrix of at least this many rows scans its int8 codes first and
+#: rescores in float32 only the rows the codes' error bound cannot rule out
+#: (``kernels.dense.code_topk``: the same ids and similarities as the float32 scan, a
+#: quarter of the bytes read); the codes are made at the matrix's second exact search, so
+#: a one-shot query does not pay for them. 0: always scan float32.
+EXACT_CODES_MIN_ROWS = 2048
 
 #: chunking and merging of a new index (``HyperIndex.build``, ``hyperrag index``)
 MERGES = ("semi", "full", "none")
