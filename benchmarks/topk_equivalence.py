@@ -11,6 +11,9 @@
     PYTHONPATH=<checkout> python benchmarks/topk_equivalence.py cli-dump cli.npz --index indexes/2wiki --methods stitch dense
     # 3. graph-stage speed: alternate before/after dumps of stitch and stitch_paper, then
     python benchmarks/topk_equivalence.py speed --before b1.npz b2.npz --after a1.npz a2.npz
+    # 4. the build side: the prebuilt structures two checkouts built (hyperrag build-methods),
+    #    file by file (XXH3-128 of the bytes on disk); equal files = the same structures
+    python benchmarks/topk_equivalence.py prebuilt --before indexes/a --after indexes/b
 
 ``dump`` runs every question through every registered method (or ``--methods``) exactly
 as ``bench_2wiki.py`` does (``METHODS[name](state, q, text, options, False)`` with the
@@ -193,6 +196,59 @@ def compare(a):
         C.write_result(a.out, {**run, "methods": methods})
 
 
+def _generation(index_dir) -> Path:
+    return Path(index_dir) / (Path(index_dir) / "CURRENT").read_text(encoding="utf-8").strip()
+
+
+def _prebuilt_files(index_dir) -> dict[str, dict[str, str]]:
+    """{structure: {file: XXH3-128 of its bytes}} of the live generation's prebuilt/ (the
+    files its manifest lists, hashed again from disk; a file unlike its manifest fails)."""
+    from hyperrag_fast.checksums import file_digest
+
+    gen = _generation(index_dir)
+    listed = json.loads((gen / "manifest.json").read_text(encoding="utf-8")).get("prebuilt", {})
+    out = {s: {f: file_digest(gen / f, "xxh3_128") for f in sorted(files)} for s, files in listed.items()}
+    bad = [f for s, files in listed.items() for f, h in files.items() if out[s][f] != h]
+    assert not bad, f"{index_dir}: files unlike the manifest: {bad}"
+    return out
+
+
+def _json_keys_differing(before, after, rel: str) -> list[str] | None:
+    """The top-level keys whose values differ between two JSON objects (None: not both)."""
+    try:
+        x, y = (json.loads((_generation(i) / rel).read_text(encoding="utf-8")) for i in (before, after))
+    except (ValueError, OSError):
+        return None
+    if not (isinstance(x, dict) and isinstance(y, dict)):
+        return None
+    return sorted(k for k in set(x) | set(y) if x.get(k, ...) != y.get(k, ...))
+
+
+def prebuilt(a):
+    """Per structure: how many files the two indexes' prebuilt/ share byte for byte (the
+    structures of docs/architecture.md §7); for a differing JSON file, the keys that differ."""
+    x, y = _prebuilt_files(a.before), _prebuilt_files(a.after)
+    out = {}
+    for s in sorted(set(x) | set(y)):
+        fx, fy = x.get(s, {}), y.get(s, {})
+        both = sorted(set(fx) & set(fy))
+        out[s] = {"files_before": len(fx), "files_after": len(fy),
+                  "identical_files": sum(fx[f] == fy[f] for f in both),
+                  "differing": {f: (_json_keys_differing(a.before, a.after, f) if f.endswith(".json")
+                                    else None) for f in both if fx[f] != fy[f]},
+                  "only_before": sorted(set(fx) - set(fy)), "only_after": sorted(set(fy) - set(fx))}
+        print(s, {k: v for k, v in out[s].items() if v or k.startswith("files")})
+    res = {"before": {"index": a.before}, "after": {"index": a.after}, "note": a.note,
+           "structures": out, "identical": all(not (v["differing"] or v["only_before"] or v["only_after"])
+                                               for v in out.values())}
+    if a.into:  # a new key of an existing result, the rest kept
+        old = json.loads(Path(a.into).read_text(encoding="utf-8"))
+        old[a.key] = {"command": C.command(), "machine": C.machine(), **res}
+        C.write_result(Path(a.into).name, old, Path(a.into).parent)
+    else:
+        C.write_result(a.out, res)
+
+
 def speed(a):
     """graph_ms p50 of each dump (runs alternated before/after, same machine, one session)
     and the median of the per-run p50s per side."""
@@ -246,8 +302,16 @@ def main():
     sp.add_argument("--out", default="graph_stage_2wiki_ab.json")
     sp.add_argument("--before-command", default=None)
     sp.add_argument("--note", default="")
+    pb = sub.add_parser("prebuilt", help="the prebuilt structures of two indexes, file by file")
+    pb.add_argument("--before", required=True, help="index whose structures the code before built")
+    pb.add_argument("--after", required=True, help="index whose structures the code after built")
+    pb.add_argument("--out", default="prebuilt_equivalence.json")
+    pb.add_argument("--into", default=None, help="an existing result: write under --key")
+    pb.add_argument("--key", default="prebuilt")
+    pb.add_argument("--note", default="")
     a = ap.parse_args()
-    {"dump": dump, "cli-dump": cli_dump, "compare": compare, "speed": speed}[a.cmd](a)
+    {"dump": dump, "cli-dump": cli_dump, "compare": compare, "speed": speed,
+     "prebuilt": prebuilt}[a.cmd](a)
 
 
 if __name__ == "__main__":

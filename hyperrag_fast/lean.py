@@ -28,8 +28,16 @@ code, the embedder the same session.
   once per Numba, llvmlite, Python and CPU and loaded from there. Typing an array
   argument does not import ``numpy.ma`` to rule out a masked array (none exists before
   it is imported).
+* Numba's extension entry points (:func:`lean_cache_loads`): before every dispatch that
+  may compile, Numba scans every installed distribution for ``numba_extensions`` entry
+  points (``importlib.metadata``: ~10 ms CPU with its imports). Cached code needs no
+  extension, so ``importlib.metadata`` is imported on first use and the scan runs where
+  Numba's compiler loads its registries (a cache miss: the first compile), not before a
+  dispatch. The library's kernels take arrays and scalars only (no extension type).
 * :func:`import_usearch`: usearch imports ``urllib.request`` (for downloading its
-  binaries; ~9 ms CPU with http.client, ssl and email); it is loaded on first use.
+  binaries; ~9 ms CPU with http.client, ssl and email); it is loaded on first use, and
+  tqdm (progress bars; it looks up its own installed version through
+  ``importlib.metadata``) when a bar is made.
 * :func:`skip_blas_probe` (when :func:`lean_cache_loads` cannot be installed): Numba's
   registry refresh imports ``numba.np.arraymath``, which imports ``scipy.linalg`` (~0.15 s
   CPU, ~15 MB) only to learn whether BLAS backs ``np.convolve`` / ``np.correlate`` in
@@ -86,7 +94,7 @@ def import_numba() -> None:
     if "numba" in sys.modules:
         return
     yaml = () if os.path.exists(NUMBA_CONFIG_FILE) else ("yaml",)
-    with _hidden("scipy", *yaml):
+    with _hidden("scipy", *yaml), _on_first_use("importlib.metadata"):
         import numba  # noqa: F401
 
 
@@ -110,7 +118,24 @@ def lean_cache_loads() -> bool:
     load_overload.lean = True  # type: ignore[attr-defined]
     cache.load_overload = load_overload
     _type_arrays_without_numpy_ma()
+    _scan_entry_points_when_compiling()
     return True
+
+
+def _scan_entry_points_when_compiling() -> None:
+    """Numba's entry-point scan (``entrypoints.init_all``) is not run before each dispatch
+    (``_compilation_chain_init_hook``) but where the CPU target loads its registries, the
+    first compile (module docstring)."""
+    from numba.core import dispatcher
+    base = dispatcher._DispatcherBase
+    hook = base.__dict__.get("_compilation_chain_init_hook")
+    if hook is None or getattr(hook, "lean", False):
+        return
+
+    def no_scan(self):
+        pass
+    no_scan.lean = True  # type: ignore[attr-defined]
+    base._compilation_chain_init_hook = no_scan
 
 
 class _NotAnArray:
@@ -291,18 +316,49 @@ class _OnFirstUse(type(sys)):
         return getattr(importlib.import_module(self.__name__), attr)
 
 
+@contextmanager
+def _on_first_use(name: str):
+    """Inside the block, module ``name`` (not imported yet) is a stand-in that imports it
+    on its first attribute read (:class:`_OnFirstUse`); the stand-in stays where the block
+    put it (``sys.modules``, its parent's attribute) until then."""
+    if name in sys.modules:
+        yield
+        return
+    parent, _, child = name.rpartition(".")
+    stand_in = _OnFirstUse(name)
+    sys.modules[name] = stand_in
+    if parent:
+        setattr(sys.modules[parent], child, stand_in)
+    yield
+
+
 def import_usearch() -> None:
     """``import usearch.index`` (when installed) with ``urllib.request``, which usearch
     imports only to download binaries (http.client, ssl, email: ~9 ms CPU), imported on
-    first use instead; nothing when either is imported already."""
+    first use instead, and tqdm, which it imports for progress bars (with
+    ``importlib.metadata`` and a look-up of tqdm's installed version), imported when a
+    bar is made; nothing when usearch or ``urllib.request`` is imported already."""
     if "usearch.index" in sys.modules or "urllib.request" in sys.modules:
         return
     import urllib
     sys.modules["urllib.request"] = urllib.request = _OnFirstUse("urllib.request")  # type: ignore[attr-defined]
+    bars = None if "tqdm" in sys.modules else type(sys)("tqdm")  # while usearch loads
+    if bars is not None:
+        bars.tqdm = _progress_bar  # what ``from tqdm import tqdm`` binds
+        sys.modules["tqdm"] = bars
     try:
         import usearch.index  # noqa: F401
     except ImportError:  # not installed: the ANN load names the extra
         pass
+    finally:
+        if bars is not None and sys.modules.get("tqdm") is bars:
+            del sys.modules["tqdm"]
+
+
+def _progress_bar(*args, **kwargs):
+    """``tqdm.tqdm(*args, **kwargs)``, tqdm imported on the first call."""
+    from tqdm import tqdm
+    return tqdm(*args, **kwargs)
 
 
 def skip_blas_probe() -> bool:

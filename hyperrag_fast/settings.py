@@ -18,6 +18,12 @@ CHUNK_VECTORS = ("text", "pooled")
 DEFAULT_CHUNK_VECTORS = "text"
 #: default size below which exact search is used (see ``hyperrag_fast.ann``).
 EXACT_THRESHOLD = 10_000
+#: exact search of a matrix of at least this many rows scans its int8 codes first and
+#: rescores in float32 only the rows the codes' error bound cannot rule out
+#: (``kernels.dense.code_topk``: the same ids and similarities as the float32 scan, a
+#: quarter of the bytes read); the codes are made at the matrix's second exact search, so
+#: a one-shot query does not pay for them. 0: always scan float32.
+EXACT_CODES_MIN_ROWS = 2048
 
 #: chunking and merging of a new index (``HyperIndex.build``, ``hyperrag index``)
 MERGES = ("semi", "full", "none")
@@ -216,3 +222,13 @@ CODA_PAPER = CodaOptions(align="count", elim_calibration="raw", ppr_solver="powe
 #: the published query mechanics with this library's alignment and elimination: the
 #: full scans and the power PPR of ``coda`` before the fast path (docs/architecture.md §7)
 CODA_EXACT = CodaOptions(ppr_solver="power", sims="full", functional_scope="all")
+
+
+#: ``HybridOptions.rank_links``' feature names: the first two are computed on the query path
+#: (``lexical.GroupLookup.bridge_titles``), the rest were measured and are off in both presets
+#: (``methods.offpreset.more_link_features``; issue 21, docs/architecture.md §5)
+LINK_FEATURES = ("bridge_title", "bridge_title_words", "q_names", "r1_link", "r1_rank",
+                 "page_rank", "page_count", "pi_mass", "prior_mass", "sim_rank", "top_page",
+                 "bridge_title_top", "top_sim", "hop_sim", "bridge_title_final")
+#: the first round's top chunks (PPR order) whose bridge names "bridge_title" reads
+BRIDGE_TITLE_SOURCES = 3

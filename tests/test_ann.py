@@ -190,3 +190,32 @@ def test_top_k_desc_selects_the_k_best_in_order():
         assert all((x[a], -a) > (x[b], -b) for a, b in zip(got, got[1:]))  # best first, ties by id
         rest = np.setdiff1d(fin, got)
         assert not got.size or not rest.size or x[rest].max() <= x[got].min()
+
+
+def test_exact_search_scans_codes_from_its_second_call_with_the_same_results():
+    """ann.py: a matrix of >= EXACT_CODES_MIN_ROWS rows is scanned as int8 codes from its
+    second exact search on, only where the bound is exact for the query (unit rows and
+    query, small d); ids and similarities equal the float32 scan's."""
+    from hyperrag_fast.config import EXACT_CODES_MIN_ROWS
+    from hyperrag_fast.kernels.dense import exact_topk
+    for d, covered in ((384, True), (1024, False)):
+        X = _clustered(EXACT_CODES_MIN_ROWS + 37, d, seed=d)
+        ix = VectorIndex(X, AnnParams(backend="exact"))
+        Q = X[:6] + 0.05 * np.random.default_rng(1).normal(size=(6, d)).astype(np.float32)
+        Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+        want_i, want_s = np.empty((6, 50), np.int64), np.empty((6, 50), np.float32)
+        exact_topk(ix.vectors, Q, 50, want_i, want_s)
+        first = ix.search(Q[0], 50)
+        assert ix.codes() is not None  # the second call makes them
+        assert ix.codes_cover(Q[0]) is covered
+        assert not ix.codes_cover(3.0 * Q[0])  # a long query: the float32 scan
+        got = [first] + [ix.search(q, 50) for q in Q[1:]]
+        batch = ix.search(Q, 50)
+        for i, (ids, sims) in enumerate(got):
+            np.testing.assert_array_equal(ids, want_i[i])
+            np.testing.assert_array_equal(sims, want_s[i])
+        np.testing.assert_array_equal(batch[0], want_i)
+        np.testing.assert_array_equal(batch[1], want_s)
+    small = VectorIndex(_clustered(EXACT_CODES_MIN_ROWS - 1), AnnParams(backend="exact"))
+    small.search(small.vectors[0], 5)
+    assert small.codes() is None

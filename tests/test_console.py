@@ -1,8 +1,9 @@
 """The ``hyperrag`` console entry of a one-shot query (``hyperrag_fast.console``,
 ``hyperrag_fast.lean``; docs/architecture.md §3, "Cold start"): the same answer as the
 CLI in-process, NumPy's BLAS on one thread, Numba's cached kernels loaded without its
-compile registries, SciPy, PyYAML, the modules of Numba's array implementations, numpy.ma
-and usearch's downloader (http.client) never imported, and the process ended (atexit
+compile registries, SciPy, PyYAML, the modules of Numba's array implementations, numpy.ma,
+usearch's downloader (http.client) and progress bars (tqdm), and Numba's entry-point
+scan (importlib.metadata) never imported, the index reader never torn down, and the process ended (atexit
 handlers run) once its output is flushed (a closed pipe: tests/test_cli_bad_input.py). The regex extractor and hashing embedder keep
 it fast."""
 from __future__ import annotations
@@ -18,14 +19,18 @@ from hyperrag_fast.cli import main
 
 # the child reports from an atexit handler: the console's own ending must run those
 REPORT = """
-import atexit, json, os, sys
+import atexit, gc, json, os, sys
 def report():
     from numba.core import caching
+    gc.unfreeze()  # what the console froze after loading (hyperrag_fast.lean.settle)
     sys.stderr.write("REPORT " + json.dumps({
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "lean_loads": bool(getattr(caching.Cache.load_overload, "lean", False)),
+        # the query's index is never torn down (the process ends with os._exit)
+        "reader_alive": any(type(o).__name__ == "IndexReader" for o in gc.get_objects()),
         "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath", "numba.np.arrayobj",
-                                       "numpy.ma", "http.client") if m in sys.modules),
+                                       "numpy.ma", "http.client", "importlib.metadata", "tqdm")
+                           if vars(sys.modules.get(m, sys)).get("__file__")),  # a stand-in has none
     }) + "\\n")
 atexit.register(report)
 sys.argv = ["hyperrag", *sys.argv[1:]]
@@ -61,7 +66,8 @@ def test_a_console_query_answers_as_the_cli_and_ends_lean(ix, capsys):
     got = json.loads(r.stdout)
     assert [(c["chunk_id"], c["score"]) for c in got["chunks"]] == \
         [(c["chunk_id"], c["score"]) for c in want["chunks"]] and want["chunks"]
-    assert _report(r) == {"blas_threads": "1", "lean_loads": True, "imported": []}
+    assert _report(r) == {"blas_threads": "1", "lean_loads": True, "reader_alive": True,
+                          "imported": []}
 
 
 def test_a_blas_thread_count_the_user_set_is_kept(ix):
@@ -97,6 +103,19 @@ def test_the_lean_trims_install_on_this_numba():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.splitlines() == ["[] True", "later imports work"]
+
+
+def test_usearch_progress_bars_work_after_the_lean_import():
+    """tqdm, left out of the lean usearch import (hyperrag_fast.lean), is imported when
+    usearch draws a progress bar."""
+    pytest.importorskip("usearch")
+    code = ("import sys; from hyperrag_fast import lean; lean.import_usearch(); "
+            "print('tqdm' in sys.modules); import numpy as np; from usearch.index import Index; "
+            "ix = Index(ndim=4); ix.add(np.arange(3), np.eye(3, 4, dtype=np.float32), log=True); "
+            "print(len(ix), 'tqdm' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["False", "3", "True"] and "Add" in r.stderr
 
 
 def test_numba_keeps_reading_a_config_file_in_the_working_directory(tmp_path):
@@ -142,10 +161,13 @@ from numba import njit
 from cached_mod import inner
 x = np.arange(5.0)
 print(inner(x))                 # a cached kernel, loaded (lean in the second process)
+scanned = lambda: bool(vars(sys.modules.get("importlib.metadata", sys)).get("__file__"))
+print("scanned" if scanned() else "not-scanned")  # Numba's entry points (lean: on compiling)
 @njit
 def outer(x):                   # compiled here: links against the loaded kernel's bitcode
     return inner(x) * 2.0
 print(outer(x))
+print("scanned" if scanned() else "not-scanned")
 """
 
 
@@ -161,7 +183,8 @@ def test_code_compiled_after_a_lean_cache_load_links_against_the_loaded_kernel(t
                            text=True, timeout=300, env=env)
         assert r.returncode == 0, r.stderr[-2000:]
         outs.append(r.stdout.split())
-    assert outs == [["30.0", "60.0"]] * 3
+    assert outs == [["30.0", "scanned", "60.0", "scanned"]] + \
+        [["30.0", "not-scanned", "60.0", "scanned"]] * 2
     assert list((tmp_path / "cache").rglob("*.nbc"))  # the lean processes loaded it
     assert len(list((tmp_path / "cache").rglob("hyperrag-nrt-*.nbo"))) == 1
 
@@ -181,5 +204,7 @@ def test_a_damaged_saved_runtime_is_compiled_again(tmp_path):
     saved.write_bytes(good[:40] + bytes([good[40] ^ 1]) + good[41:])
     again = run()
     assert first.returncode == again.returncode == 0, again.stderr[-2000:]
-    assert first.stdout == again.stdout and first.stdout.split() == ["13.0", "26.0"]
+    # the first process compiles ``inner`` (Numba's entry points scanned), the second loads it
+    assert first.stdout.split() == ["13.0", "scanned", "26.0", "scanned"]
+    assert again.stdout.split() == ["13.0", "not-scanned", "26.0", "scanned"]
     assert saved.read_bytes() == good

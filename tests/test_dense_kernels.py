@@ -135,3 +135,25 @@ def test_blocked_distinct_rows_equal_the_exact_unique(case, seed):
         D.BLOCK = old
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@SETTINGS
+@given(matrices())
+def test_code_topk_equals_the_float32_scan_bit_for_bit(case):
+    """What ``VectorIndex`` relies on to scan int8 codes (ann.py): on unit rows and a unit
+    query with d 2^-22 <= CODE_SLACK, code_topk returns exact_topk's ids and float32
+    similarities exactly (the bound only picks which rows get the same float32 rescore)."""
+    from hyperrag_fast.kernels.dense import code_topk, quantize_rows
+    V, Q, k, _ = case
+    V = V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-30).astype(np.float32)
+    V = np.ascontiguousarray(V, dtype=np.float32)
+    C, sc = np.empty(V.shape, np.int8), np.empty(V.shape[0], np.float32)
+    quantize_rows(V, C, sc)
+    for q in Q:
+        q = (q / np.linalg.norm(q)).astype(np.float32)
+        want_i, want_s = np.empty((1, k), np.int64), np.empty((1, k), np.float32)
+        exact_topk(V, q[None], k, want_i, want_s)
+        ids, sims = np.empty(k, np.int64), np.empty(k, np.float32)
+        code_topk(C, sc, V, q, k, ids, sims)
+        np.testing.assert_array_equal(ids, want_i[0])
+        np.testing.assert_array_equal(sims, want_s[0])

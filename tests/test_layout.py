@@ -152,6 +152,21 @@ def test_read_side_never_imports_the_write_side():
     assert {"hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.methods.stitch"} <= seen
 
 
+def test_architecture_states_the_read_write_exceptions_the_import_test_allows():
+    """docs/architecture.md §1 says which read -> write imports remain: each pair of
+    ``READ_WRITE_EXCEPTIONS`` named there, or, with none, that none remains."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    s1 = " ".join(doc.split("\n## §1 ", 1)[1].split("\n## ", 1)[0].split())
+    allowed = sorted(READ_WRITE_EXCEPTIONS) or "none"
+    if READ_WRITE_EXCEPTIONS:
+        assert "No exception remains" not in s1, allowed
+        for a, b in READ_WRITE_EXCEPTIONS:
+            assert a.removeprefix("hyperrag_fast.") in s1 and b.removeprefix("hyperrag_fast.") in s1, (a, b)
+    else:  # says so, once, and claims no exception elsewhere
+        assert s1.count("No exception remains") == 1 == s1.count("exception remains"), (
+            f"§1 must state the read -> write imports the import test allows: {allowed}")
+
+
 def _modules_after(code: str, *args: str) -> list[str]:
     r = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
                         "print(' '.join(sorted(m for m in sys.modules if m.startswith('hyperrag_fast'))))",

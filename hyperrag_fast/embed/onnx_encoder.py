@@ -9,6 +9,8 @@ of a long-lived session) is switched off by :func:`import_onnxruntime` (README,
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import logging
 import os
 import sys
@@ -20,6 +22,7 @@ import numpy as np
 from ..checksums import file_digest
 from .base import l2_normalize
 from .onnx_cache import optimised_model
+from .wordpiece import QueryTokenizer
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 INSTALL_HINT = 'install the offline extra: pip install "hyperrag_fast[offline]"'
@@ -43,10 +46,22 @@ def import_onnxruntime():
 
 def verify_sha256(path: str | os.PathLike, expected: str) -> None:
     """Raise ValueError unless the file's sha256 is ``expected`` (pin what you load)."""
-    got = file_digest(path, "sha256")
+    _check_pin(path, file_digest(path, "sha256"), expected)
+
+
+def _check_pin(path, got: str, expected: str) -> None:
     if got != expected:
         raise ValueError(f"checksum mismatch for {path}: sha256 {got}, pinned "
                          f"{expected}; the model file changed, refusing to load it")
+
+
+def pinned_bytes(path: str | os.PathLike, expected: str) -> bytes:
+    """The bytes of a file, read once; ValueError (as :func:`verify_sha256`) unless their
+    sha256 is ``expected``."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    _check_pin(path, hashlib.sha256(raw).hexdigest(), expected)
+    return raw
 
 
 def default_threads() -> int:
@@ -99,7 +114,8 @@ class OnnxEncoder:
                           model_cache=model_cache)
         try:
             ort = import_onnxruntime()
-            from tokenizers import Tokenizer
+            if importlib.util.find_spec("tokenizers") is None:  # imported on first need
+                raise ImportError("No module named 'tokenizers'")
         except ImportError as e:
             raise ImportError(f"{type(self).__name__} needs onnxruntime and tokenizers ({e}); "
                               f"{INSTALL_HINT}") from e
@@ -109,7 +125,7 @@ class OnnxEncoder:
             raise ValueError("batch_size and batch_tokens must be >= 1 and 2 <= max_length <= 512")
         model_path = self.default_model_path() if model_path is None else model_path
         tokenizer_path = self.default_tokenizer_path() if tokenizer_path is None else tokenizer_path
-        verify_sha256(tokenizer_path, self.tokenizer_sha256)
+        tokenizer_json = pinned_bytes(tokenizer_path, self.tokenizer_sha256)
         check_model = lambda: verify_sha256(model_path, self.model_sha256)  # noqa: E731
         saved = (optimised_model(ort, model_path, self.model_sha256, check_model)
                  if model_cache else None)
@@ -118,9 +134,8 @@ class OnnxEncoder:
         self.name = self.base_name + (
             "" if max_length == self.max_seq_length else f":max_length={max_length}")
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
-        self.tokenizer = Tokenizer.from_file(os.fspath(tokenizer_path))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length)
+        # one question is tokenized in Python, the library's tokenizer built on first need
+        self.tokenizer = QueryTokenizer(os.fspath(tokenizer_path), tokenizer_json, max_length)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = intra_op_threads or default_threads()
         opts.inter_op_num_threads = 1
