@@ -50,6 +50,13 @@ def main() -> None:
     ap.add_argument("--ranker-lofo", action="append", default=[],
                     help="train_ranker.py output (.json), one per embedder: the ranker stage "
                          "alone trained leave-one-family-out")
+    ap.add_argument("--results", default=None,
+                    help="the quality result files' folder (MiniLM; bge-small under bge/): the "
+                         "shipped preset's rows (shipped_default, by_type, per_embedder) are then "
+                         "the eval's stitch rows measured under the current preset")
+    ap.add_argument("--rank-links", action="append", default=[],
+                    help="experiments/rank_links.py output (.json), one per embedder: the ranker "
+                         "with and without its rank_links columns, in-sample and trained on two")
     ap.add_argument("--out", default="generalization.json")
     a = ap.parse_args()
     searches = [json.loads(Path(p).read_text()) for p in a.search]
@@ -97,6 +104,23 @@ def main() -> None:
             **{f: {k: v for k, v in r.items() if k != "weights"} | {
                 "trained_on_others": {k: v for k, v in r["trained_on_others"].items() if k != "weights"}}
                for f, r in x["families"].items()}}
+    if a.results:
+        measured(Path(a.results), shipped, by_type, per_embedder)
+    links = {}
+    for p in a.rank_links:
+        x = json.loads(Path(p).read_text())
+        rows = {("shipped" if r.get("shipped") else "base" if len(r["features"]) == 9 else None): r
+                for r in x["rows"]}
+        links[SHORT.get(x["embedder"], x["embedder"])] = {
+            "file": p, "command": x["command"], "git_commit": x["git_commit"],
+            "columns": rows["shipped"]["features"][9:],
+            "rule": "the embedder's preset upstream of the ranker fixed; ranked from each "
+                    "question's C_q features (the query path's bias + X @ w)",
+            **{f: {"without_links_in_sample": _rec(rows["base"]["in_sample"][f]),
+                   "without_links_trained_on_others": _rec(rows["base"]["lofo"][f]),
+                   "in_sample": _rec(rows["shipped"]["in_sample"][f]),
+                   "trained_on_others": _rec(rows["shipped"]["lofo"][f])}
+               for f in rows["shipped"]["in_sample"]}}
     src = [{"file": p, "command": x["command"], "git_commit": x["git_commit"],
             "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
     out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,
@@ -105,13 +129,44 @@ def main() -> None:
                "for each dev family f and embedder: stitch = the setting the selection procedure "
                "chooses on the other two families (ranker trained on them), scored on f; own_best "
                "= the same procedure run on f alone (same grid, ranker trained on f, in-sample); "
-               "gap_recall@5 = own_best - stitch. Procedure and grid: " + s["selection"]),
-           "ranker_leave_one_family_out": ranker, "per_embedder": per_embedder,
+               "gap_recall@5 = own_best - stitch. Procedure and grid: " + s["selection"]
+               + ". Measured by the search files at commits " + ", ".join(
+                   f"{x['git_commit'][:10]} ({SHORT.get(x['embedder'], x['embedder'])})" for x in searches)
+               + (" with the ranker of that commit; the shipped column is the eval's current preset "
+                  "(the result files)" if a.results else "")),
+           "ranker_leave_one_family_out": ranker, "rank_links_leave_one_family_out": links,
+           "per_embedder": per_embedder,
            "selected_now_is_shipped": same,
            "objective": s["objective"], "selection": s["selection"],
            "sources": {"search": src[0], "searches": src},
            "run": {"command": C.command(), "machine": C.machine()}}
     C.write_result(a.out, out)
+
+
+#: dev family / test set -> its quality result file (eval's contract names)
+FILES = {"2wiki_dev": "quality_2wikimultihopqa_dev.json", "hotpotqa_train": "quality-hotpotqa_train.json",
+         "musique_dev": "quality-musique_dev.json", "2wiki_test": "quality-2wikimultihopqa.json"}
+
+
+def measured(results: Path, shipped: dict, by_type: dict, per_embedder: dict) -> None:
+    """The shipped preset's rows from the eval's result files (MiniLM in ``results``,
+    bge-small in ``results/bge``), in place of the search files' records."""
+    eval_rec = lambda m: {f"recall@{k}": round(m[f"recall@{k}"], 4) for k in KS}  # noqa: E731
+    for emb, sub in (("minilm", results), ("bge-small", results / "bge")):
+        for f, name in FILES.items():
+            p = sub / name
+            if not p.is_file() or emb not in per_embedder:
+                continue
+            m = json.loads(p.read_text())["methods"]
+            row = {"stitch": eval_rec(m["stitch"]), "dense": eval_rec(m["dense"]),
+                   "source": {"file": p.as_posix(), **{k: m["stitch"]["run"][k]
+                                                       for k in ("command", "git_commit")}}}
+            per_embedder[emb][f] = {**per_embedder[emb].get(f, {}), **row}
+            if emb == "minilm":
+                shipped[f] = row
+                if f in by_type:
+                    by_type[f] = {t: {"n": v["n"], "stitch": eval_rec(v), "dense": eval_rec(
+                        m["dense"]["by_type"][t])} for t, v in sorted(m["stitch"]["by_type"].items())}
 
 
 if __name__ == "__main__":

@@ -139,9 +139,10 @@ def families_grid() -> list[str]:
             old = " †" if m and m.get("run", {}).get("git_commit") != at else ""
             cells.append(f"{m['recall@2']:.3f}/{m['recall@5']:.3f}/{m['recall@8']:.3f}{old}" if m else "-")
         out.append(f"| {name} | " + " | ".join(cells) + " |")
-    out += ["", "Commands:", ""]
-    out += [f"* {label}: `{next(iter(res['methods'].values()))['run']['command']}` "
-            f"(commit {str(res.get('git_commit'))[:10]})" for label, res in got]
+    out += ["", "Commands (of each column's `stitch` row; the † rows name theirs in the file):", ""]
+    run = lambda res: res["methods"].get("stitch", next(iter(res["methods"].values())))["run"]  # noqa: E731
+    out += [f"* {label}: `{run(res)['command']}` (commit {str(run(res).get('git_commit'))[:10]})"
+            for label, res in got]
     return out + [""]
 
 
@@ -183,7 +184,47 @@ def lofo_section() -> list[str]:
                 out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
                            f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
                            f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
-    return out + [""]
+    links = g.get("rank_links_leave_one_family_out", {})
+    if links:
+        cols = ", ".join(f"`{c}`" for c in next(iter(links.values()))["columns"])
+        out += ["", f"The ranker's link columns ({cols}; `experiments/rank_links.py`): the preset "
+                    "upstream of the ranker fixed, the ranker trained on all three families "
+                    "(in-sample) or on the other two (leave-one-family-out), without and with the "
+                    "columns; ranked from each question's C_q features as the query path ranks (R@5):", "",
+                "| family | embedder | without, in-sample | without, trained on the other two | "
+                "with, in-sample | with, trained on the other two | gap |", "|---|---|---|---|---|---|---|"]
+        for emb, x in links.items():
+            for fam in [f for f in x if isinstance(x[f], dict) and "in_sample" in x[f]]:
+                r = x[fam]
+                gap = r["in_sample"]["recall@5"] - r["trained_on_others"]["recall@5"]
+                out.append(f"| {fam} | {emb} | {r['without_links_in_sample']['recall@5']:.3f} | "
+                           f"{r['without_links_trained_on_others']['recall@5']:.3f} | "
+                           f"{r['in_sample']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
+                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    return out + [""] + link_columns(links)
+
+
+def link_columns(links: dict) -> list[str]:
+    """Per candidate column of ``rank_links`` (each added alone to the ranker, then the
+    shipped pair and all of them): R@5 in-sample / trained on the other two per family, and
+    the worst family's lift over dense (objective), from the ``rank_links.py`` files."""
+    out = []
+    for emb, x in links.items():
+        d = json.loads(Path(x["file"]).read_text())
+        fams = list(d["dense"])
+        out += [f"Each candidate column ({emb}; `{x['file']}`, commit {d['git_commit'][:10]}): R@5 "
+                "in-sample / trained on the other two; worst family's lift over dense (objective "
+                "mean R@2/5/8) in-sample / trained on the other two:", "",
+                "| columns added | " + " | ".join(fams) + " | worst lift |", "|---" * (len(fams) + 2) + "|"]
+        for r in d["rows"]:
+            name = ", ".join(r["features"][9:]) or "none (the ranker of the earlier preset)"
+            if len(r["features"]) > 9 + len(x["columns"]) + 1:
+                name = "all candidate columns"
+            out.append(f"| {name}{' (shipped)' if r.get('shipped') else ''} | " + " | ".join(
+                f"{r['in_sample'][f]['recall']['5']:.3f} / {r['lofo'][f]['recall']['5']:.3f}" for f in fams)
+                + f" | {r['worst_lift_in_sample']:+.4f} / {r['worst_lift_lofo']:+.4f} |")
+        out.append("")
+    return out
 
 
 def not_beating_dense(sets: list[tuple[str, dict]]) -> list[str]:

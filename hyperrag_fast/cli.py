@@ -23,7 +23,7 @@ import numpy as np
 
 from .cli_components import (Components, embedder_for, extractor_for, load_writer,  # noqa: F401
                              make_extractor, new_embedder, open_reader)
-from .cli_errors import CliError, debug, is_user_error, report, run_console
+from .cli_errors import CliError, debug, is_user_error, keep_until_exit, report, run_console
 from .store import read_manifest
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "examples"
@@ -188,6 +188,7 @@ def cmd_query(a) -> dict[str, Any] | None:
     settle()  # ~60 MB of freed ONNX setup heap back to the OS; gc as in hyperrag_fast.lean
     opts = query_options(a, ix.embedder_name)
     r = _retriever(ix, a.index, a.method, verify=not a.no_verify)
+    keep_until_exit(r)  # a one-shot process ends without freeing it (hyperrag_fast.console)
 
     def render(res) -> dict[str, Any]:
         out: dict[str, Any] = {"query": res.query, "method": a.method, "timings": res.timings,

@@ -26,6 +26,25 @@ EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
 
 
+_no_teardown = False  # ends_without_teardown() was called: the process ends with os._exit
+_kept: list = []  # what keep_until_exit keeps
+
+
+def ends_without_teardown() -> None:
+    """Declare that this process ends with ``os._exit`` (the console's one-shot query,
+    :mod:`hyperrag_fast.console`): what :func:`keep_until_exit` is given is never freed."""
+    global _no_teardown
+    _no_teardown = True
+
+
+def keep_until_exit(obj) -> None:
+    """Keep ``obj`` alive until a process that :func:`ends_without_teardown` ends (freeing
+    a query's ONNX session, memory maps and SQLite connection costs ~10 ms of CPU);
+    elsewhere (in-process callers) nothing."""
+    if _no_teardown:
+        _kept.append(obj)
+
+
 class CliError(Exception):
     """A user-facing error: printed without a traceback, exit status 2."""
 

@@ -19,7 +19,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of, EXACT_CODES_MIN_ROWS,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, BRIDGE_TITLE_SOURCES,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
@@ -46,7 +46,7 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
                      hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
                      hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0,
-                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0)
+                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0, rank_links=())
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -147,18 +147,17 @@ class HybridOptions:
     hop_idf > 0 (ours, issue 21): a second-round seed of a group of n_g chunks (of N_C) is
     scaled by (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf (a name of many chunks lifts less).
     hop_bridge > 0 (ours, issue 21): the second round's candidates also hold the chunks
-    of the bridge names of the first round's ``hop_bridge_chunks`` top chunks — a chunk's
+    of the bridge names of the first round's ``hop_bridge_chunks`` top chunks (a chunk's
     name groups that neither the question nor its own title names, spanning at most
-    ``hop_bridge_max`` chunks — each
-    with the prior term hop_bridge x (the group's weight, as ``hop_idf``'s with exponent 1
-    times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)). Off in both presets
-    (issue 21, lost on the dev families; ``methods/hops.py``): hop_rounds > 1, further
-    bridge rounds, each from the best chunk not yet a source; hop_bridge_titles, bridges
-    also from each named title's most similar chunk; hop_dense > 0, that many chunks
-    nearest q + v(top chunk) with the prior term hop_dense_weight x their similarity; mmr
-    > 0, the ranker's top-k picked by maximal marginal relevance (mu = mmr); hop_query /
-    hop_query_bm25 > 0, the chunks nearest / BM25-best for "question + the top chunk's best
-    bridge name" (prior term hop_query_weight x sim or score share; one more embed call).
+    ``hop_bridge_max`` chunks), each with the prior term hop_bridge x (the group's weight,
+    as ``hop_idf``'s with exponent 1, times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)).
+    Off in both presets (issue 21, lost on the dev families; ``methods/offpreset.py``):
+    hop_rounds > 1, further bridge rounds from the best chunk not yet a source;
+    hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
+    that many chunks nearest q + v(top chunk) (prior term hop_dense_weight x sim); mmr > 0,
+    the ranker's top-k by maximal marginal relevance (mu = mmr); hop_query / hop_query_bm25,
+    the chunks nearest / BM25-best for "question + the top chunk's best bridge name" (prior
+    term hop_query_weight x sim or score share; one more embed call).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -171,19 +170,17 @@ class HybridOptions:
 
     rank_weights (ours, off = empty): the final ranking is bias + w . x over C_q's
     per-chunk features x (``methods.stitch.FEATURES``: prior and PPR shares and ranks,
-    dense rank, similarity, STIBP score, BM25 and title terms), weights
-    ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
+    dense rank, similarity, STIBP score, BM25 and title terms, then the ``rank_links``
+    columns), weights ``(bias, *w)`` learned on the dev families (``benchmarks/train_ranker.py``).
+    rank_links (ours, issue 21): named :data:`LINK_FEATURES` columns appended to x;
+    "bridge_title" = a chunk whose page's title is a bridge name of one of the first round's
+    :data:`BRIDGE_TITLE_SOURCES` top chunks, "bridge_title_words" = the same when title and
+    name contain one another as whole words (``lexical.GroupLookup.bridge_titles``).
 
-    title_max > 0 (ours, issue 21 item 3): in the final ranking of C_q, a chunk whose page
-    (title) already has ``title_max`` chunks ranked above it moves after every chunk that
-    does not (order kept within both parts): a page of many paragraphs lifts the ones
-    that answer, not all of them. 0 = off; a corpus of unique titles is unchanged.
-
-    graph_gate (ours, off): without ``rank_weights``, C_q is ranked by
-    (1 - g) prior / max(prior) + g pi / max(pi) with a per-query graph weight
-    g = 1 - max(prior) / sum(prior): a prior that puts its mass on one chunk (a page the
-    question names) keeps its order, a flat prior lets the graph reorder; with no graph
-    (pi = prior) the ranking is the prior's (issue 21, docs/architecture.md §5).
+    Off in both presets (issue 21): title_max > 0, a chunk whose page already has
+    ``title_max`` chunks ranked above it moves after every chunk that does not (order kept
+    within both parts); graph_gate, without ``rank_weights`` C_q ranked by (1 - g) prior /
+    max(prior) + g pi / max(pi), g = 1 - max(prior) / sum(prior) (docs/architecture.md §5).
 
     Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
     single-word names, accent/article near-matches and embedded question phrases lost or
@@ -203,8 +200,8 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -2.429927, -1.936025, 16.573811, 12.590914, -0.199392, 1.474993, 2.705247, -11.790694,
-        -0.016858, 0.244379)
+        -2.409575, -6.675812, 12.622312, 9.598483, 1.653133, 1.66373, 3.201351, -5.956902,
+        0.614028, 2.276654, 3.693154, 2.170269)
     title_top: int = 0
     graph_gate: bool = False
     hop_idf: float = 0.0
@@ -220,6 +217,7 @@ class HybridOptions:
     hop_query: int = 0
     hop_query_bm25: int = 0
     hop_query_weight: float = 0.0
+    rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -230,6 +228,8 @@ class HybridOptions:
                 self.hop_dense, self.hop_dense_weight, self.mmr, self.hop_query, self.hop_query_bm25,
                 self.hop_query_weight) < 0:
             raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr >= 0; hop_rounds >= 1")
+        if any(n not in LINK_FEATURES for n in self.rank_links) or len(set(self.rank_links)) < len(self.rank_links):
+            raise ValueError(f"rank_links: distinct names of {LINK_FEATURES}")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
@@ -307,10 +307,11 @@ PAPER_HYBRID = HybridOptions.paper()
 #: alone (``benchmarks/tune_stitch.py``, then issue 15's ``quality_search.py`` stages; the
 #: history with its figures is docs/architecture.md §6, "How the presets were chosen").
 #: Issue 21 (three dev families, the worst family's lift over dense; MiniLM tuning file
-#: ``benchmarks/experiments/results/quality_search/quality_search_minilm.{md,json}``; each
-#: step's figures: docs/architecture.md §6): delta .8 -> .85, the calibrated final
-#: ranking (``rank_weights``) and the first hop's bridge names (``hop_bridge`` 1): R@5
-#: 2Wiki dev .927, HotpotQA .935, MuSiQue dev .728; 2Wiki test (never searched) .908.
+#: ``benchmarks/experiments/results/quality_search/quality_search_minilm.{md,json}``):
+#: delta .8 -> .85, the calibrated final ranking (``rank_weights``), the first hop's bridge
+#: names (``hop_bridge`` 1); then (session 13) the ranker's bridge-title columns
+#: (``rank_links``, weights retrained on the three families; tuning file
+#: ``benchmarks/experiments/results/quality_grid/rank_links_minilm.json``).
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
@@ -372,16 +373,15 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: by the worst family's lift over dense (its tuning file is named beside each preset).
 #: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
 #: bge-small: ``benchmarks/experiments/results/quality_search/quality_search_bge.{md,json}``
-#: (the same search and rule as MiniLM's on the three dev families): delta .75, the
-#: named-title term 1, the bridge names of the first hop (``hop_bridge`` 3) and the ranker
-#: retrained with PPR on (d .2; the search's ranker stage retrains it per damping, which
-#: the earlier preset's order never reached: it had PPR off). R@5 2Wiki dev .919 -> .917,
-#: HotpotQA .940 -> .965, MuSiQue dev .687 -> .717; 2Wiki test (never searched) .905.
+#: (the same search and rule as MiniLM's): delta .75, the named-title term 1, the first
+#: hop's bridge names (``hop_bridge`` 3), PPR on (d .2); then (session 13) the bridge-title
+#: columns, the ranker retrained on the three families (tuning file
+#: ``benchmarks/experiments/results/quality_grid/rank_links_bge.json``).
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH.replace(delta=0.75),
     hybrid=replace(TUNED_HYBRID, title_chunks=1.0, hop_bridge=3.0, rank_weights=(
-        -1.115958, -4.619566, 9.652226, 4.203519, 2.501423, 2.467958, 9.427345, -0.368074,
-        0.576679, -0.734945)))
+        -1.332586, -5.708851, 9.602371, 3.02706, 3.120608, 2.598957, 9.761233, -1.671168,
+        0.915998, 1.533557, 4.393444, 1.950453)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

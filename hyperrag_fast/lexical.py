@@ -114,6 +114,7 @@ class GroupLookup:
                 self._ids.setdefault(key, []).append(g)
             self._ids = {k: v for k, v in self._ids.items() if len(v) > 1}
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
+        self._pages: dict[int, tuple[int, str, set[str]]] = {}  # bridge_titles' per-page cache
 
     def title_keys(self):
         """Name keys of the chunk titles (:meth:`TitleLookup.keys`, read on first use)."""
@@ -140,12 +141,57 @@ class GroupLookup:
         return [" ".join(words[i:i + n]) for n in range(min_n, n_max + 1)
                 for i in range(len(words) - n + 1)]
 
+    def bridge_titles(self, cq: np.ndarray, top: np.ndarray, qgroups: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``HybridOptions.rank_links``' "bridge_title" and "bridge_title_words" per chunk of
+        ``cq`` (docs/architecture.md §5): for the j-th chunk t of ``top`` (best first), its
+        bridge names B_t (its name groups, less the question's ``qgroups`` and t's own title's
+        group); a chunk of another page than t scores 1 / (1 + j) (the best j) when its
+        title's group is in B_t ("bridge_title"), or, for "bridge_title_words", when its
+        title's name key and a name of B_t contain one another as whole words (a page
+        titled "Nottingham Forest F.C." for the name "Nottingham Forest")."""
+        n = cq.shape[0]
+        exact, words = np.zeros(n), np.zeros(n)
+        if self.titles is None or not n:
+            return exact, words
+        g, pages = self.graph, self.titles.pages()
+        pg = pages[cq]
+        info = {}  # page -> (its title's group or -1, its name key, the key's word n-grams)
+        for p in set(pg[pg >= 0].tolist()):
+            if p not in self._pages:
+                k = self.titles.page_key(p)
+                gk = self.groups_of_keys([k])
+                self._pages[p] = (gk[0] if gk else -1, k, _grams(k))
+            info[p] = self._pages[p]
+        for j, t in enumerate(np.asarray(top, np.int64).tolist()):
+            own = self.groups_of_keys([self.titles.page_key(t)])
+            tg = set(g.node_group[g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]].tolist())
+            tg -= set(np.asarray(qgroups).tolist()) | set(own)
+            names = {g.group_key[x] for x in tg}
+            inside = set().union(*map(_grams, names)) if names else set()
+            w = 1.0 / (1.0 + j)
+            for p, (gid, k, grams) in info.items():
+                if p == pages[t]:
+                    continue
+                e, wd = gid in tg, gid in tg or bool(grams & names) or k in inside
+                if e or wd:
+                    rows = pg == p
+                    exact[rows] = np.maximum(exact[rows], w * e)
+                    words[rows] = np.maximum(words[rows], w * wd)
+        return exact, words
+
     def seed_nodes(self, groups: Sequence[int], max_chunks: float) -> np.ndarray:
         """All states of the given groups, skipping groups in more than ``max_chunks`` chunks."""
         g = self.graph
         parts = [g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]] for x in groups
                  if g.group_chunks[x] <= max_chunks]
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+
+
+def _grams(key: str) -> set[str]:
+    """The word n-grams of a name key (every contiguous run of its words)."""
+    w = key.split()
+    return {" ".join(w[i:j]) for i in range(len(w)) for j in range(i + 1, len(w) + 1)}
 
 
 def question_groups(text: str, lookup: GroupLookup, mode: str, ngram_min_words: int = 1,
@@ -184,6 +230,12 @@ class BM25:
         v = self._vocab
         return np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
                         dtype=np.int64)
+
+    def postings(self, query: str) -> list[np.ndarray]:
+        """Per distinct known term of ``query`` (:meth:`terms` order), the documents
+        holding it (ascending ids)."""
+        ptr, idx, _ = self._csc
+        return [idx[ptr[t]:ptr[t + 1]] for t in self.terms(query)]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document (float64, length n_docs)."""

@@ -175,6 +175,10 @@ class CodaOptions:
     dedup_sim: float = 0.99
     fact_weight: float = 0.2
     diversity: float = 0.0
+    #: question-term coverage of the chosen set (coda/select.py ``_cover``; docs/
+    #: architecture.md §7): a chunk's selection value gains ``cover_weight`` x the idf
+    #: share of the question's BM25 terms it holds that no chosen chunk holds (0 = off)
+    cover_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -185,9 +189,9 @@ class CodaOptions:
         if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
             raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,
-               self.fact_weight, self.diversity) < 0 or self.dense_pool < 0:
+               self.fact_weight, self.diversity, self.cover_weight) < 0 or self.dense_pool < 0:
             raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, "
-                             "diversity and dense_pool must be >= 0")
+                             "diversity, cover_weight and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -218,3 +222,13 @@ CODA_PAPER = CodaOptions(align="count", elim_calibration="raw", ppr_solver="powe
 #: the published query mechanics with this library's alignment and elimination: the
 #: full scans and the power PPR of ``coda`` before the fast path (docs/architecture.md §7)
 CODA_EXACT = CodaOptions(ppr_solver="power", sims="full", functional_scope="all")
+
+
+#: ``HybridOptions.rank_links``' feature names: the first two are computed on the query path
+#: (``lexical.GroupLookup.bridge_titles``), the rest were measured and are off in both presets
+#: (``methods.offpreset.more_link_features``; issue 21, docs/architecture.md §5)
+LINK_FEATURES = ("bridge_title", "bridge_title_words", "q_names", "r1_link", "r1_rank",
+                 "page_rank", "page_count", "pi_mass", "prior_mass", "sim_rank", "top_page",
+                 "bridge_title_top", "top_sim", "hop_sim", "bridge_title_final")
+#: the first round's top chunks (PPR order) whose bridge names "bridge_title" reads
+BRIDGE_TITLE_SOURCES = 3

@@ -2,7 +2,8 @@
 
 The compiled query kernels index arrays without bounds checks, so every id and CSR
 pointer they follow must be checked first. :func:`check_structure` enforces, in
-vectorised NumPy (O(size log size), cheap next to sha256):
+vectorised NumPy (O(size) when every state has one chunk, the usual case, else
+O(size log size); ~8 ms for the 2Wiki index, docs/architecture.md §3 "Cold start"):
 
 * dtypes and shapes: int32 ids, int64 pointers, float32 ``(n, dim)`` vectors, all native
   byte order, counts equal to the manifest's;
@@ -211,8 +212,9 @@ def _check_graph(arrays, n_c: int, n_v: int, n_e: int, n_g: int, n_inc: int) -> 
 
     nc_ptr, nc_chunks, nc_rows = _csr(arrays, "nc_ptr", "nc_chunks", n_v, n_c)
     _, chunk_nodes, c_rows = _csr(arrays, "chunk_ptr", "chunk_nodes", n_c, n_v)
-    have = _pair_keys(nc_rows, nc_chunks, n_c)
-    if not np.array_equal(have, _pair_keys(chunk_nodes, c_rows, n_c)):
+    # the (state, chunk) pairs of both listings, keyed chunk-major: sorted as listed when
+    # each state has one chunk (states are in chunk order), so nothing is sorted then
+    if not np.array_equal(_pair_keys(c_rows, chunk_nodes, n_v), _pair_keys(nc_chunks, nc_rows, n_v)):
         raise _Broken("chunk_nodes", "is not the transpose of nc_ptr/nc_chunks")
     if np.any(np.diff(nc_ptr) < 1):
         raise _Broken("nc_ptr", "a state has no chunk")
@@ -222,10 +224,17 @@ def _check_graph(arrays, n_c: int, n_v: int, n_e: int, n_g: int, n_inc: int) -> 
     inner[nc_ptr[:-1][nc_ptr[:-1] < nc_chunks.shape[0]]] = False
     if np.any(np.diff(nc_chunks.astype(np.int64))[inner[1:]] <= 0):
         raise _Broken("nc_chunks", "a state's chunks are not strictly increasing")
-    # every incidence (e, v): e's chunk is one of v's chunks (``have``: v's chunks)
-    want = edge_nodes.astype(np.int64) * max(n_c, 1) + edge_chunk[e_rows]
-    pos = np.searchsorted(have, want)
-    if want.size and (np.any(pos >= have.size) or np.any(have[np.minimum(pos, have.size - 1)] != want)):
+    one_chunk = nc_chunks.shape[0] == n_v  # every state has exactly one chunk (the usual case)
+    # every incidence (e, v): e's chunk is one of v's chunks
+    if one_chunk:
+        bad = np.any(edge_chunk[e_rows] != nc_chunks[edge_nodes])
+    else:
+        have = _pair_keys(nc_rows, nc_chunks, n_c)  # v's chunks, sorted state-major
+        want = edge_nodes.astype(np.int64) * max(n_c, 1) + edge_chunk[e_rows]
+        pos = np.searchsorted(have, want)
+        bad = want.size and (np.any(pos >= have.size)
+                             or np.any(have[np.minimum(pos, have.size - 1)] != want))
+    if bad:
         raise _Broken("edge_chunk", "a hyperedge's chunk is not a chunk of its states")
 
     group_ptr, group_nodes, g_rows = _csr(arrays, "group_ptr", "group_nodes", n_g, n_v)
@@ -233,14 +242,19 @@ def _check_graph(arrays, n_c: int, n_v: int, n_e: int, n_g: int, n_inc: int) -> 
         raise _Broken("group_nodes", "does not list every state exactly once")
     if not np.array_equal(node_group[group_nodes], g_rows):
         raise _Broken("group_nodes", "a state is listed under another group than node_group")
-    t = node_chunk[group_nodes].astype(np.int64)
+    t = node_chunk[group_nodes]
     same = g_rows[1:] == g_rows[:-1]
-    if np.any((np.diff(t) < 0) & same):
+    if np.any((t[1:] < t[:-1]) & same):
         raise _Broken("group_nodes", "a group's states are not ordered by chunk")
     group_chunks = _int_array(arrays, "group_chunks", np.int32, n_g)
-    pairs = np.sort(node_group[nc_rows].astype(np.int64) * max(n_c, 1) + nc_chunks)
-    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if pairs.size else pairs
-    expect = np.bincount(pairs // max(n_c, 1), minlength=n_g)
+    if one_chunk:  # a group's distinct chunks: the runs of its states' (ordered) chunks
+        first = np.ones(n_v, bool)
+        first[1:] = ~same | (t[1:] != t[:-1])
+        expect = np.bincount(g_rows[first], minlength=n_g)
+    else:
+        pairs = np.sort(node_group[nc_rows].astype(np.int64) * max(n_c, 1) + nc_chunks)
+        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if pairs.size else pairs
+        expect = np.bincount(pairs // max(n_c, 1), minlength=n_g)
     if not np.array_equal(group_chunks, expect):
         raise _Broken("group_chunks", "does not count the distinct chunks of each group")
 

@@ -3,7 +3,7 @@
 CLI in-process, NumPy's BLAS on one thread, Numba's cached kernels loaded without its
 compile registries, SciPy, PyYAML, the modules of Numba's array implementations, numpy.ma,
 usearch's downloader (http.client) and progress bars (tqdm), and Numba's entry-point
-scan (importlib.metadata) never imported, and the process ended (atexit
+scan (importlib.metadata) never imported, the index reader never torn down, and the process ended (atexit
 handlers run) once its output is flushed (a closed pipe: tests/test_cli_bad_input.py). The regex extractor and hashing embedder keep
 it fast."""
 from __future__ import annotations
@@ -19,12 +19,15 @@ from hyperrag_fast.cli import main
 
 # the child reports from an atexit handler: the console's own ending must run those
 REPORT = """
-import atexit, json, os, sys
+import atexit, gc, json, os, sys
 def report():
     from numba.core import caching
+    gc.unfreeze()  # what the console froze after loading (hyperrag_fast.lean.settle)
     sys.stderr.write("REPORT " + json.dumps({
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "lean_loads": bool(getattr(caching.Cache.load_overload, "lean", False)),
+        # the query's index is never torn down (the process ends with os._exit)
+        "reader_alive": any(type(o).__name__ == "IndexReader" for o in gc.get_objects()),
         "imported": sorted(m for m in ("scipy", "yaml", "numba.np.arraymath", "numba.np.arrayobj",
                                        "numpy.ma", "http.client", "importlib.metadata", "tqdm")
                            if vars(sys.modules.get(m, sys)).get("__file__")),  # a stand-in has none
@@ -63,7 +66,8 @@ def test_a_console_query_answers_as_the_cli_and_ends_lean(ix, capsys):
     got = json.loads(r.stdout)
     assert [(c["chunk_id"], c["score"]) for c in got["chunks"]] == \
         [(c["chunk_id"], c["score"]) for c in want["chunks"]] and want["chunks"]
-    assert _report(r) == {"blas_threads": "1", "lean_loads": True, "imported": []}
+    assert _report(r) == {"blas_threads": "1", "lean_loads": True, "reader_alive": True,
+                          "imported": []}
 
 
 def test_a_blas_thread_count_the_user_set_is_kept(ix):

@@ -13,7 +13,8 @@ from hyperrag_fast.methods.stitch import FEATURES, fused_top, gated_top, graph_w
 
 
 def _weights(feature: str) -> tuple[float, ...]:
-    return (0.0, *[1.0 if f == feature else 0.0 for f in FEATURES])
+    """Weight 1 on one base feature, 0 on the rest and on the preset's rank_links columns."""
+    return (0.0, *[1.0 if f == feature else 0.0 for f in FEATURES], *[0.0] * len(TUNED.hybrid.rank_links))
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hyperrag_fast.embed.hashing import HashingEmbedder
 from hyperrag_fast.extract.offline import RegexExtractor
@@ -20,6 +22,8 @@ from hyperrag_fast.hypergraph import ARRAY_FIELDS
 from hyperrag_fast.index import HyperIndex
 from hyperrag_fast.store import IndexCorruptedError, generation_dir, load_index
 from hyperrag_fast.validate import check_structure
+
+from strategies import extractions
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "hyperrag_fast" / "data" / "examples"
 FLIPS = 30  # seeded flips per file
@@ -187,3 +191,49 @@ def test_bm25_postings_out_of_range_are_caught(index_dir, tmp_path, name, value)
     np.save(f, a)
     with pytest.raises(IndexCorruptedError, match=name):
         load_index(work, verify=False)
+
+
+def _old_rules(arrays, n_c: int, n_v: int, n_g: int) -> tuple[bool, bool, bool]:
+    """The three rules :func:`hyperrag_fast.validate._check_graph` answers without sorting
+    when every state has one chunk, as sorted pair keys (the general formulation): the
+    chunk listing is the transpose of the state listing, every hyperedge's chunk is a
+    chunk of its states (hyperedges in chunk order), ``group_chunks`` counts each group's
+    distinct chunks."""
+    def rows(ptr):
+        return np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    a = {k: np.asarray(v, np.int64) for k, v in arrays.items()}
+    nc_rows, c_rows, e_rows = rows(a["nc_ptr"]), rows(a["chunk_ptr"]), rows(a["edge_ptr"])
+    have = np.sort(nc_rows * max(n_c, 1) + a["nc_chunks"])
+    transpose = np.array_equal(have, np.sort(a["chunk_nodes"] * max(n_c, 1) + c_rows))
+    want = a["edge_nodes"] * max(n_c, 1) + a["edge_chunk"][e_rows]
+    edge_in = bool(np.isin(want, have).all()) and not np.any(np.diff(a["edge_chunk"]) < 0)
+    pairs = np.unique(a["node_group"][nc_rows] * max(n_c, 1) + a["nc_chunks"])
+    counts = np.array_equal(a["group_chunks"], np.bincount(pairs // max(n_c, 1), minlength=n_g))
+    return transpose, edge_in, counts
+
+
+@settings(max_examples=150, deadline=None)
+@given(ex=extractions(), merge=st.sampled_from(["semi", "full", "none"]), data=st.data())
+def test_the_graph_rules_agree_with_their_sorted_formulation(ex, merge, data):
+    """Built graphs (one chunk per state, or several with merge="full") pass; a changed
+    hyperedge chunk, group count or chunk listing is caught exactly when the sorted-key
+    formulation of the rule breaks."""
+    from hyperrag_fast.indexing.hypergraph import build_hypergraph
+    from hyperrag_fast.validate import check_graph
+    g = build_hypergraph(ex, merge=merge)
+    arrays = {k: np.array(getattr(g, k)) for k in ARRAY_FIELDS}
+    sizes = (g.n_chunks, g.n_nodes, g.n_edges, len(g.group_key))
+    check_graph(arrays, *sizes, {}, 4, "IX")
+    name = data.draw(st.sampled_from(["edge_chunk", "group_chunks", "chunk_nodes"]))
+    if not arrays[name].size or g.n_chunks < 2 and name != "group_chunks":
+        return
+    i = data.draw(st.integers(0, arrays[name].size - 1))
+    bound = {"edge_chunk": g.n_chunks, "group_chunks": g.n_chunks + 1, "chunk_nodes": g.n_nodes}
+    arrays[name][i] = data.draw(st.integers(0, bound[name] - 1))
+    ok = all(_old_rules(arrays, g.n_chunks, g.n_nodes, len(g.group_key)))
+    try:
+        check_graph(arrays, *sizes, {}, 4, "IX")
+        caught = False
+    except IndexCorruptedError:
+        caught = True
+    assert caught == (not ok)

@@ -145,3 +145,101 @@ def later_rounds(eng, q, v0, cands, seeded, r, stitch, hybrid, detail, used, bri
         r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                       seed_values=values, detail=detail)
     return r, c0, seeds
+
+
+def _share(v: np.ndarray) -> np.ndarray:
+    m = v.max() if v.size else 0.0
+    return v / m if m > 0 else np.zeros_like(v, dtype=np.float64)
+
+
+def graph_weight(prior: np.ndarray) -> float:
+    """``HybridOptions.graph_gate``'s per-query graph weight: 1 - max(prior) / sum(prior)
+    (0 when the prior sits on one chunk, towards 1 when it is flat)."""
+    tot = float(prior.sum()) if prior.size else 0.0
+    return 1.0 - float(prior.max()) / tot if tot > 0 else 1.0
+
+
+def gated_top(cq: np.ndarray, prior: np.ndarray, pi: np.ndarray,
+              top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k C_q chunks by (1 - g) prior share + g PPR share, g = :func:`graph_weight`
+    (stable: ties keep C_q order)."""
+    prior, pi = np.asarray(prior, np.float64), np.asarray(pi, np.float64)
+    g = graph_weight(prior)
+    s = (1.0 - g) * _share(prior) + g * _share(pi)
+    order = np.argsort(-s, kind="stable")[:top_k]
+    return cq[order].astype(np.int64), s[order]
+
+
+def _rr(v: np.ndarray) -> np.ndarray:
+    """1 / (1 + rank) by descending value (stable)."""
+    out = np.empty(v.shape[0])
+    out[np.argsort(-v, kind="stable")] = 1.0 / (1.0 + np.arange(v.shape[0]))
+    return out
+
+
+def _at(cq: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """values[j] at the C_q rows holding ids[j] (the largest for a repeated id), else 0."""
+    pos = {c: i for i, c in enumerate(cq.tolist())}
+    out = np.zeros(cq.shape[0])
+    for c, x in zip(ids.tolist(), np.asarray(values, np.float64).tolist()):
+        i = pos.get(c)
+        if i is not None and x > out[i]:
+            out[i] = x
+    return out
+
+
+def more_link_features(eng, lk, q, r, r1_top, qgroups, cols, m: int = 3) -> dict:
+    """The ``rank_links`` columns measured beside the shipped ones and off in both presets
+    (issue 21, ``benchmarks/experiments/rank_links.py``): q_names (question name groups in
+    the chunk, / 3, at most 1), r1_link (non-question names
+    shared with the first round's top ``m`` chunks), r1_rank, page_rank / page_count (rank by
+    sim(q, c) within its page in C_q, 1 / its page's C_q chunks), pi_mass / prior_mass (share
+    of the query's total), sim_rank, top_page (the first round's top chunk's page),
+    bridge_title_top (bridge_title on a page's best paragraph), top_sim / hop_sim (cosine to
+    the top chunk / to q + it) and bridge_title_final (bridge_title from the final round's
+    PPR top ``m``). ``cols``: the shipped columns, computed already."""
+    g, cq = eng.graph, np.asarray(r.cq, np.int64)
+    n, sim, pi, prior = cq.shape[0], np.asarray(r.cq_sim), np.asarray(r.cq_pi), np.asarray(r.cq_prior)
+    out = {}
+    row = np.repeat(np.arange(n), np.diff(g.chunk_ptr)[cq])
+    grp = g.node_group[np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]] for c in cq.tolist()]
+                                      ) if n else np.empty(0, np.int64)].astype(np.int64)
+    key = np.unique(row * (g.n_groups + 1) + grp) if grp.size else grp
+    r_u, g_u = key // (g.n_groups + 1), key % (g.n_groups + 1)
+    qn = np.isin(g_u, qgroups)
+    out["q_names"] = np.minimum(np.bincount(r_u[qn], minlength=n), 3.0) / 3.0
+    out["r1_rank"] = _at(cq, r1_top, 1.0 / (1.0 + np.arange(r1_top.shape[0])))
+    pages = lk.titles.pages() if lk.titles is not None else np.full(g.n_chunks, -1, np.int64)
+    link = np.zeros(n)
+    for j, t in enumerate(r1_top[:m].tolist()):
+        own = lk.groups_of_keys([lk.titles.page_key(t)]) if lk.titles is not None else []
+        tg = np.setdiff1d(g.node_group[g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]].astype(np.int64),
+                          np.concatenate([qgroups, np.asarray(own, np.int64)]))
+        cnt = np.bincount(r_u[np.isin(g_u, tg) & ~qn], minlength=n).astype(np.float64)
+        cnt[cq == t] = 0.0
+        link = np.maximum(link, np.minimum(cnt, 2.0) / 2.0 / (1.0 + j))
+    out["r1_link"] = link
+    pg = pages[cq]
+    page_rank, page_count = np.ones(n), np.ones(n)
+    for p in np.unique(pg[pg >= 0]).tolist():
+        idx = np.flatnonzero(pg == p)
+        if idx.size > 1:
+            page_rank[idx[np.argsort(-sim[idx], kind="stable")]] = 1.0 / (1.0 + np.arange(idx.size))
+            page_count[idx] = 1.0 / idx.size
+    out["page_rank"], out["page_count"] = page_rank, page_count
+    t0 = int(r1_top[0]) if r1_top.size else -1
+    out["top_page"] = ((pg == pages[t0]) & (pg >= 0) & (cq != t0)).astype(np.float64) if t0 >= 0 else np.zeros(n)
+    tot_pi, tot_p = float(np.sum(pi)), float(np.sum(prior))
+    out["pi_mass"] = pi / tot_pi if tot_pi > 0 else np.zeros(n)
+    out["prior_mass"] = prior / tot_p if tot_p > 0 else np.zeros(n)
+    out["sim_rank"] = _rr(sim)
+    out["bridge_title_top"] = cols["bridge_title"] * (page_rank == 1.0)
+    cv = eng.chunk_vec[cq].astype(np.float64)
+    top_sim = cv @ eng.chunk_vec[t0].astype(np.float64) if t0 >= 0 else np.zeros(n)
+    top_sim[cq == t0] = 0.0
+    hv = q + eng.chunk_vec[t0].astype(np.float64) if t0 >= 0 else np.asarray(q, np.float64)
+    hop_sim = cv @ (hv / max(float(np.sqrt(hv @ hv)), 1e-12))
+    out["top_sim"], out["hop_sim"] = top_sim, hop_sim - hop_sim.max()
+    fin = cq[np.argsort(-pi, kind="stable")][:m]
+    out["bridge_title_final"] = lk.bridge_titles(cq, fin, qgroups)[0]
+    return out

@@ -14,11 +14,12 @@ import time
 
 import numpy as np
 
-from ..config import DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
+from ..config import BRIDGE_TITLE_SOURCES, DEFAULT_METHOD, PAPER_HYBRID, HybridOptions, QueryOptions, StitchOptions
 from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
-from .offpreset import _best_per_title, dense_hops, hop_dense, later_rounds, mmr_top, page_capped  # noqa: F401
+from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight, hop_dense,  # noqa: F401
+                        later_rounds, mmr_top, more_link_features, page_capped)
 
 
 def _ms(t0: float) -> float:
@@ -49,7 +50,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         if b_ids.size:
             c0 = np.concatenate([c0, b_ids])
             bonus = np.concatenate([bonus, hybrid.bm25_weight * b_s / b_s.max()])
-    seeds = np.empty(0, np.int64)
+    seeds, groups = np.empty(0, np.int64), []
     named, share = np.empty(0, np.int64), np.empty(0)
     if hybrid.seeds != "none":
         lk = state.lookups[key]
@@ -65,7 +66,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     t0 = time.perf_counter()
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
-    bridged = False
+    bridged, r1 = False, r
     sources = r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist()
     if hybrid.hop_bridge > 0 and hybrid.hop_bridge_titles and named.size:
         sources += [c for c in _best_per_title(state.lookups[key], named, share) if c not in sources]
@@ -104,6 +105,9 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     if hybrid.rank_weights or detail:
         X = rank_features(r.cq, r.cq_sim, r.cq_score, r.cq_prior, r.cq_pi, dense, (b_ids, b_s),
                           (named, share))
+        if hybrid.rank_links:
+            X = np.column_stack([X, link_features(eng, state.lookups[key], q, r, r1, np.asarray(
+                groups, np.int64), hybrid.rank_links)])
         if hybrid.rank_weights:
             ids, scores = fused_top(r.cq, X, hybrid.rank_weights,
                                     r.cq.shape[0] if hybrid.mmr > 0 else stitch.top_k)
@@ -176,10 +180,24 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
         _lookup(cq, t_ids, t_s, pos)])
 
 
+def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """``HybridOptions.rank_links``' columns in the order of ``names``: the bridge titles of the
+    first round's top chunks (``lexical.GroupLookup.bridge_titles``) and the columns off in
+    both presets (``offpreset.more_link_features``); docs/architecture.md §5."""
+    r1_top = np.asarray(r1.cq, np.int64)[np.argsort(-np.asarray(r1.cq_pi), kind="stable")]
+    cols = dict(zip(("bridge_title", "bridge_title_words"), lk.bridge_titles(
+        np.asarray(r.cq, np.int64), r1_top[:BRIDGE_TITLE_SOURCES], qgroups)))
+    if any(n not in cols for n in names):
+        cols.update(more_link_features(eng, lk, q, r, r1_top, qgroups, cols))
+    return np.column_stack([cols[n] for n in names])
+
+
 def fused_top(cq: np.ndarray, X: np.ndarray, weights: tuple[float, ...],
               top_k: int) -> tuple[np.ndarray, np.ndarray]:
     """Top-k C_q chunks by bias + X @ w (stable: ties keep C_q order)."""
     w = np.asarray(weights, np.float64)
+    if w.shape[0] != X.shape[1] + 1:  # e.g. weights trained without the rank_links columns
+        raise ValueError(f"rank_weights: {w.shape[0]} weights for {X.shape[1]} features + bias")
     s = X @ w[1:] + w[0]
     order = np.argsort(-s, kind="stable")[:top_k]
     return cq[order].astype(np.int64), s[order]
@@ -195,24 +213,6 @@ def _final_order(r, X, hybrid: HybridOptions) -> tuple[np.ndarray, np.ndarray]:
     pi = np.asarray(r.cq_pi, np.float64)
     order = np.argsort(-pi, kind="stable")
     return np.asarray(r.cq, np.int64)[order], pi[order]
-
-
-def graph_weight(prior: np.ndarray) -> float:
-    """``HybridOptions.graph_gate``'s per-query graph weight: 1 - max(prior) / sum(prior)
-    (0 when the prior sits on one chunk, towards 1 when it is flat)."""
-    tot = float(prior.sum()) if prior.size else 0.0
-    return 1.0 - float(prior.max()) / tot if tot > 0 else 1.0
-
-
-def gated_top(cq: np.ndarray, prior: np.ndarray, pi: np.ndarray,
-              top_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k C_q chunks by (1 - g) prior share + g PPR share, g = :func:`graph_weight`
-    (stable: ties keep C_q order)."""
-    prior, pi = np.asarray(prior, np.float64), np.asarray(pi, np.float64)
-    g = graph_weight(prior)
-    s = (1.0 - g) * _share(prior) + g * _share(pi)
-    order = np.argsort(-s, kind="stable")[:top_k]
-    return cq[order].astype(np.int64), s[order]
 
 
 def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
