@@ -93,6 +93,12 @@ def test_what_python_does_not_reproduce_goes_to_the_library(tmp_path):
     cased_lib.enable_truncation(256)
     assert cased.encode_batch(["Where Was"])[0].ids == cased_lib.encode("Where Was").ids
     assert cased.library_loaded
+    spec = json.loads(FILES["minilm"][0].read_text())  # a special token matched normalised
+    spec["added_tokens"][3]["normalized"] = True
+    other.write_text(json.dumps(spec))
+    normed = QueryTokenizer(str(other), other.read_bytes(), 256)
+    normed.encode_batch(["a [sep] b"])
+    assert normed.library_loaded
 
 
 def test_an_embedder_answers_one_question_without_the_library_tokenizer():

@@ -60,7 +60,9 @@ def _python_setup(spec: dict[str, Any]) -> tuple[dict[str, int], int, int, int, 
             or not {"[CLS]", "[SEP]"} <= vocab.keys()
             or post.get("special_tokens", {}).get("[CLS]", {}).get("ids") != [vocab["[CLS]"]]
             or post.get("special_tokens", {}).get("[SEP]", {}).get("ids") != [vocab["[SEP]"]]
-            or any(vocab.get(t.get("content")) != t.get("id") for t in added)):
+            or any(vocab.get(t.get("content")) != t.get("id") or t.get("normalized")
+                   or t.get("single_word") or t.get("lstrip") or t.get("rstrip")
+                   for t in added)):  # matched as written, anywhere in the raw text
         return None
     return vocab, vocab[unk], vocab["[CLS]"], vocab["[SEP]"], [t["content"] for t in added]
 
