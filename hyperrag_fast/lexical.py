@@ -231,6 +231,12 @@ class BM25:
         return np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
                         dtype=np.int64)
 
+    def postings(self, query: str) -> list[np.ndarray]:
+        """Per distinct known term of ``query`` (:meth:`terms` order), the documents
+        holding it (ascending ids)."""
+        ptr, idx, _ = self._csc
+        return [idx[ptr[t]:ptr[t + 1]] for t in self.terms(query)]
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document (float64, length n_docs)."""
         ptr, idx, data = self._csc

@@ -175,6 +175,10 @@ class CodaOptions:
     dedup_sim: float = 0.99
     fact_weight: float = 0.2
     diversity: float = 0.0
+    #: question-term coverage of the chosen set (coda/select.py ``_cover``; docs/
+    #: architecture.md §7): a chunk's selection value gains ``cover_weight`` x the idf
+    #: share of the question's BM25 terms it holds that no chosen chunk holds (0 = off)
+    cover_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -185,9 +189,9 @@ class CodaOptions:
         if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
             raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,
-               self.fact_weight, self.diversity) < 0 or self.dense_pool < 0:
+               self.fact_weight, self.diversity, self.cover_weight) < 0 or self.dense_pool < 0:
             raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, "
-                             "diversity and dense_pool must be >= 0")
+                             "diversity, cover_weight and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:

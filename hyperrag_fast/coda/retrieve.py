@@ -40,6 +40,9 @@ chosen chunk exceeds it is skipped (the same text repeated in a corpus). ``diver
 (maximal marginal relevance): chunks are chosen one at a time by score minus
 ``diversity`` x their largest cosine (floored at 0) with a chunk already chosen, so a
 passage repeating the evidence of a chosen one gives way to one carrying other evidence.
+``cover_weight`` (question-term coverage, session 13): chunks are chosen one at a time by
+score plus ``cover_weight`` x the idf share of the question's BM25 terms they hold that
+no chosen chunk holds, so a question about two things gets passages on both.
 """
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relatio
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
 from .fast import QuerySims, chunk_sims, gather_sims, graph_sims
-from .select import _dedup, _max_chunks, _mmr
+from .select import _cover, _dedup, _max_chunks, _mmr
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -304,7 +307,10 @@ class CodaRetriever:
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
             score = score + o.fact_weight * self._best_sentence(q, ids, o.sims == "lazy")
         o_ = np.lexsort((ids, -score))
-        if o.diversity > 0 and self.chunk_vec is not None:
+        if o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None:
+            o_ = _cover(self.chunk_vec, ids, score, top_k, o.cover_weight, o.dedup_sim,
+                        bm25.postings(text), bm25.n_docs)
+        elif o.diversity > 0 and self.chunk_vec is not None:
             o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
         elif o.dedup_sim > 0 and self.chunk_vec is not None:
             o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)

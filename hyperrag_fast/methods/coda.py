@@ -72,7 +72,7 @@ def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool =
         if b is None:
             raise missing(name, "coda")
         base = replace(b.options, align=CODA_PAPER.align, elim_calibration=CODA_PAPER.elim_calibration,
-                       lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0, diversity=0.0,
+                       lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0, diversity=0.0, cover_weight=0.0,
                        ppr_solver=CODA_PAPER.ppr_solver, sims=CODA_PAPER.sims,
                        functional_scope=CODA_PAPER.functional_scope) if paper else b.options
         if raw:
