@@ -81,8 +81,9 @@ def margins(d: dict, sub: str) -> list[str]:
     return out + [""]
 
 
-#: the commit that set the current CODA defaults (graph_weight 0.03, align_items "all")
-DEFAULTS_COMMIT = "7a50bcb"
+#: the commit that set the current CODA defaults (sims "lazy", ppr_solver "local",
+#: functional_scope "touched"; graph_weight 0.03 and align_items "all" since 7a50bcb)
+DEFAULTS_COMMIT = "20cacf9"
 
 
 def current(commit: str | None) -> str:
