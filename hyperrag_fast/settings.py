@@ -224,6 +224,19 @@ CODA_PAPER = CodaOptions(align="count", elim_calibration="raw", ppr_solver="powe
 CODA_EXACT = CodaOptions(ppr_solver="power", sims="full", functional_scope="all")
 
 
+@dataclass(frozen=True)
+class FastRPParams:
+    """FastRP settings of CODA's consolidated graph (CodaRAG §3.1, Chen et al. 2019): width,
+    iteration weights (N_1..N_k), per-iteration row L2 normalisation, degree exponent beta
+    on R's rows, seed of the sparse random projection."""
+
+    dim: int = 128
+    iter_weights: tuple[float, ...] = (0.0, 1.0, 1.0, 1.0)
+    normalize: bool = True
+    beta: float = -0.5
+    seed: int = 0
+
+
 #: ``HybridOptions.rank_links``' feature names: the first two are computed on the query path
 #: (``lexical.GroupLookup.bridge_titles``), the rest were measured and are off in both presets
 #: (``methods.offpreset.more_link_features``; issue 21, docs/architecture.md §5)

@@ -27,8 +27,9 @@ NOT_CONFIG = {
     ("lexical.py", "ngram_min_words"): "question_groups' 1 = every n-gram; its one package "
                                        "caller passes HybridOptions.ngram_min_words",
     ("embed/onnx_cache.py", "threads"): "ONNX session threads, not AnnParams/BuildOptions.threads",
-    ("coda/graph.py", "beta"): "FastRPParams.beta (FastRP's degree exponent), not CodaOptions.beta; "
-                               "the FastRP build settings are not in config.py yet",
+    ("embed/hashing.py", "dim"): "the hashing test embedder's width, not FastRPParams.dim",
+    ("embed/hashing.py", "seed"): "the hashing test embedder's hash key, not FastRPParams.seed",
+    ("coda/llm_extract.py", "seed"): "the type-discovery sample's seed, not FastRPParams.seed",
 }
 HOMES = {"config.py", "settings.py"}
 #: the service's own settings (request timeout, worker threads) live in serve/options.py

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..config import FastRPParams  # noqa: F401  (FastRP's defaults live in config)
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp
 from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as_rows,
@@ -28,7 +29,7 @@ from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as
 
 
 # ------------------------------------------------------------ consolidated graph
-def fastrp_projection(n: int, dim: int, seed: int = 0, s: float | None = None) -> np.ndarray:
+def fastrp_projection(n: int, dim: int, seed: int = FastRPParams.seed, s: float | None = None) -> np.ndarray:
     """Very sparse random projection (Chen et al. 2019, Achlioptas / Li et al.):
     entries sqrt(s) * {+1, 0, -1} with probabilities {1/2s, 1 - 1/s, 1/2s}, s = sqrt(n)
     by default (at least 1)."""
@@ -39,18 +40,6 @@ def fastrp_projection(n: int, dim: int, seed: int = 0, s: float | None = None) -
     out[u < 1 / (2 * s)] = np.sqrt(s)
     out[u > 1 - 1 / (2 * s)] = -np.sqrt(s)
     return out
-
-
-@dataclass(frozen=True)
-class FastRPParams:
-    """FastRP settings: width, iteration weights (N_1..N_k), per-iteration row L2
-    normalisation, degree exponent beta on R's rows (Chen et al. 2019), seed."""
-
-    dim: int = 128
-    iter_weights: tuple[float, ...] = (0.0, 1.0, 1.0, 1.0)
-    normalize: bool = True
-    beta: float = -0.5
-    seed: int = 0
 
 
 @dataclass(eq=False)
