@@ -114,7 +114,8 @@ class GroupLookup:
                 self._ids.setdefault(key, []).append(g)
             self._ids = {k: v for k, v in self._ids.items() if len(v) > 1}
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
-        self._pages: dict[int, tuple[int, str, set[str]]] = {}  # bridge_titles' per-page cache
+        self._rows: tuple[_Rows, _Rows] | None = None  # bridge_titles' arrays (by page, by name)
+        self._lock = threading.Lock()
 
     def title_keys(self):
         """Name keys of the chunk titles (:meth:`TitleLookup.keys`, read on first use)."""
@@ -149,36 +150,56 @@ class GroupLookup:
         group); a chunk of another page than t scores 1 / (1 + j) (the best j) when its
         title's group is in B_t ("bridge_title"), or, for "bridge_title_words", when its
         title's name key and a name of B_t contain one another as whole words (a page
-        titled "Nottingham Forest F.C." for the name "Nottingham Forest")."""
+        titled "Nottingham Forest F.C." for the name "Nottingham Forest").
+
+        Array steps over C_q's distinct pages and t's names (no Python loop over either):
+        pages' title groups and n-gram groups, and names' n-gram pages, are read from arrays
+        filled on first use (:class:`_Rows`)."""
         n = cq.shape[0]
         exact, words = np.zeros(n), np.zeros(n)
         if self.titles is None or not n:
             return exact, words
         g, pages = self.graph, self.titles.pages()
         pg = pages[cq]
-        info = {}  # page -> (its title's group or -1, its name key, the key's word n-grams)
-        for p in set(pg[pg >= 0].tolist()):
-            if p not in self._pages:
-                k = self.titles.page_key(p)
-                gk = self.groups_of_keys([k])
-                self._pages[p] = (gk[0] if gk else -1, k, _grams(k))
-            info[p] = self._pages[p]
+        valid = pg >= 0
+        up, inv = _unique_inverse(pg[valid])
+        if self._rows is None:
+            with self._lock:
+                if self._rows is None:
+                    self._rows = (_Rows(pages.shape[0], self._page_row),
+                                  _Rows(len(g.group_key), self._name_row))
+        by_page, by_name = self._rows
+        gid, gram_groups, owner = by_page.get(up)
+        best_e, best_w = np.zeros(up.shape[0]), np.zeros(up.shape[0])
+        drop = np.asarray(qgroups, np.int64)
         for j, t in enumerate(np.asarray(top, np.int64).tolist()):
-            own = self.groups_of_keys([self.titles.page_key(t)])
-            tg = set(g.node_group[g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]].tolist())
-            tg -= set(np.asarray(qgroups).tolist()) | set(own)
-            names = {g.group_key[x] for x in tg}
-            inside = set().union(*map(_grams, names)) if names else set()
+            own = np.asarray(self.groups_of_keys([self.titles.page_key(t)]), np.int64)
+            tg = g.node_group[g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]].astype(np.int64)
+            tg = tg[~(_member(tg, drop) | _member(tg, own))]  # B_t
+            if not tg.size:
+                continue
+            e = _member(gid, tg)
+            hit = np.zeros(up.shape[0], bool)
+            hit[owner[_member(gram_groups, tg)]] = True  # a name of B_t inside the title
+            wd = e | hit | _member(up, by_name.get(tg)[1])  # ... or the title inside a name
+            other = up != pages[t]
             w = 1.0 / (1.0 + j)
-            for p, (gid, k, grams) in info.items():
-                if p == pages[t]:
-                    continue
-                e, wd = gid in tg, gid in tg or bool(grams & names) or k in inside
-                if e or wd:
-                    rows = pg == p
-                    exact[rows] = np.maximum(exact[rows], w * e)
-                    words[rows] = np.maximum(words[rows], w * wd)
+            best_e = np.maximum(best_e, w * (e & other))
+            best_w = np.maximum(best_w, w * (wd & other))
+        exact[valid], words[valid] = best_e[inv], best_w[inv]
         return exact, words
+
+    def _page_row(self, p: int) -> tuple[int, list[int]]:
+        """Page ``p``'s title group (the first of its name key's, -1: none) and the groups
+        of its name key's word n-grams."""
+        k = self.titles.page_key(p)
+        gk = self.groups_of_keys([k])
+        return (gk[0] if gk else -1), self.groups_of_keys(sorted(_grams(k)))
+
+    def _name_row(self, x: int) -> tuple[int, list[int]]:
+        """The pages titled by a word n-gram of group ``x``'s name key."""
+        first = self.titles._table()
+        return 0, sorted({first[s] for s in _grams(self.graph.group_key[x]) if s in first})
 
     def seed_nodes(self, groups: Sequence[int], max_chunks: float) -> np.ndarray:
         """All states of the given groups, skipping groups in more than ``max_chunks`` chunks."""
@@ -186,6 +207,64 @@ class GroupLookup:
         parts = [g.group_nodes[g.group_ptr[x]:g.group_ptr[x + 1]] for x in groups
                  if g.group_chunks[x] <= max_chunks]
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+
+
+def _unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct values of the 1-D int array ``a`` and each entry's position
+    among them (``np.unique(a, return_inverse=True)`` without importing ``numpy.ma``)."""
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    new = np.ones(s.shape[0], bool)
+    new[1:] = s[1:] != s[:-1]
+    inv = np.empty(a.shape[0], np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return s[new], inv
+
+
+def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.isin(a, b)`` for a short ``b`` (one comparison per pair, no sort)."""
+    return (a[:, None] == b[None, :]).any(axis=1) if a.size and b.size else np.zeros(a.shape[0], bool)
+
+
+class _Rows:
+    """A CSR of int rows over ids 0..n-1, each row (and one int per id, ``head``) made by
+    ``make(id)`` on first use and kept in arrays sized by ``n``, not Python objects
+    (``GroupLookup.bridge_titles``' pages and names). Thread-safe."""
+
+    def __init__(self, n: int, make) -> None:
+        self.make = make
+        self.head = np.full(n, -2, np.int64)  # -2: not made yet
+        self.start = np.zeros(n, np.int64)
+        self.count = np.zeros(n, np.int64)
+        self.values = np.empty(max(n, 16), np.int64)
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def get(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(``head`` per id, the rows of ``ids`` concatenated, the index into ``ids`` each
+        value came from)."""
+        new = ids[self.head[ids] == -2]
+        if new.size:
+            self._fill(new.tolist())
+        start, count = self.start[ids], self.count[ids]
+        owner = np.repeat(np.arange(ids.shape[0]), count)
+        pos = np.arange(owner.shape[0]) + (start - (np.cumsum(count) - count))[owner]
+        return self.head[ids], self.values[pos], owner
+
+    def _fill(self, ids: list[int]) -> None:
+        rows = [(i, *self.make(i)) for i in dict.fromkeys(ids)]
+        with self._lock:
+            for i, head, row in rows:
+                if self.head[i] != -2:  # made by another thread meanwhile
+                    continue
+                end = self.used + len(row)
+                if end > self.values.shape[0]:
+                    grown = np.empty(max(end, 2 * self.values.shape[0]), np.int64)
+                    grown[:self.used] = self.values[:self.used]
+                    self.values = grown
+                self.values[self.used:end] = row
+                self.start[i], self.count[i], self.used = self.used, len(row), end
+                self.head[i] = head  # last: the id reads as made only now
 
 
 def _grams(key: str) -> set[str]:

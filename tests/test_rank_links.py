@@ -21,14 +21,14 @@ KEYS = ["nottingham forest", "nottingham forest f c", "forest", "ada", "lord byr
 
 def _twin(titles, chunk_groups, keys, cq, top, qgroups):
     """One loop per definition: chunk c of another page than top[j] scores 1 / (1 + j)
-    when its title's group is one of top[j]'s names less the question's and top[j]'s own
-    title's ("exact"), or when " title " and " name " contain one another ("words")."""
+    when its title's (first) group is one of top[j]'s names less the question's and those of
+    top[j]'s own title ("exact"), or when " title " and " name " contain one another ("words")."""
     tl = TitleLookup(lambda: titles)
     key_of = {p: tl.page_key(p) for p in range(len(titles))}
     gid = {k: g for g, k in reversed(list(enumerate(keys)))}
     exact, words = [0.0] * len(cq), [0.0] * len(cq)
     for j, t in enumerate(top):
-        own = {gid[key_of[t]]} if key_of[t] in gid else set()
+        own = {g for g, k in enumerate(keys) if k == key_of[t]}  # every group of t's title
         names = set(chunk_groups[t]) - set(qgroups) - own
         for i, c in enumerate(cq):
             tk = key_of[c]
@@ -44,21 +44,26 @@ def _twin(titles, chunk_groups, keys, cq, top, qgroups):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["Nottingham Forest F.C.", "Nottingham Forest", "Ada",
                                            "Lord Byron", "Forest", "", "Other"]),
-                          st.lists(st.integers(0, len(KEYS) - 1), max_size=4)), min_size=1, max_size=8),
-       st.lists(st.integers(0, 7), max_size=3), st.lists(st.integers(0, len(KEYS) - 1), max_size=2))
-def test_bridge_titles_match_twin(chunks, top, qgroups):
+                          st.lists(st.integers(0, len(KEYS)), max_size=4)), min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), max_size=3), st.lists(st.integers(0, len(KEYS)), max_size=2),
+       st.booleans(), st.lists(st.lists(st.integers(0, 7), min_size=1, max_size=8), max_size=2))
+def test_bridge_titles_match_twin(chunks, top, qgroups, twice, subsets):
+    """Against the twin, with or without a name key of two groups (``KEYS`` + "forest"),
+    over several calls on one lookup (its page arrays filled a few pages at a time)."""
+    keys = KEYS + (["forest"] if twice else ["other name"])
     titles = [t for t, _ in chunks]
     groups = [gs for _, gs in chunks]
     n = len(chunks)
     ptr = np.cumsum([0] + [len(gs) for gs in groups])
-    graph = SimpleNamespace(group_key=KEYS, chunk_ptr=ptr, chunk_nodes=np.arange(ptr[-1]),
+    graph = SimpleNamespace(group_key=keys, chunk_ptr=ptr, chunk_nodes=np.arange(ptr[-1]),
                             node_group=np.asarray([x for gs in groups for x in gs], np.int64))
     lk = GroupLookup(graph, TitleLookup(lambda: titles))
-    cq = np.arange(n, dtype=np.int64)
     top = list(dict.fromkeys(t % n for t in top))
-    exact, words = lk.bridge_titles(cq, np.asarray(top, np.int64), np.asarray(qgroups, np.int64))
-    want_e, want_w = _twin(titles, groups, KEYS, cq.tolist(), top, qgroups)
-    assert exact.tolist() == pytest.approx(want_e) and words.tolist() == pytest.approx(want_w)
+    for sub in subsets + [list(range(n))]:
+        cq = np.asarray([c % n for c in sub], np.int64)
+        exact, words = lk.bridge_titles(cq, np.asarray(top, np.int64), np.asarray(qgroups, np.int64))
+        want_e, want_w = _twin(titles, groups, keys, cq.tolist(), top, qgroups)
+        assert exact.tolist() == pytest.approx(want_e) and words.tolist() == pytest.approx(want_w)
 
 
 def test_bridge_titles_literal():
