@@ -66,6 +66,16 @@ def test_truncation_keeps_the_first_tokens_and_the_closing_sep(max_length):
     assert len(lib.encode(text).ids) == max_length
 
 
+def test_python_answers_after_the_library_is_built(tokenizers):
+    """A non-ASCII question builds the library; a later ASCII one is still answered in
+    Python (a service's queries), with the library's ids either way."""
+    q, lib = tokenizers
+    (enc,) = q.encode_batch(["Where was Zoë born?"])
+    assert q.library_loaded and enc.ids == lib.encode("Where was Zoë born?").ids
+    (enc,) = q.encode_batch(["Who directed the film Titanic?"])
+    assert isinstance(enc, Encoding) and enc.ids == lib.encode("Who directed the film Titanic?").ids
+
+
 def test_the_2wiki_questions_get_the_library_ids():
     if not DATA.is_dir():
         pytest.skip(f"no evaluation data at {DATA}")

@@ -80,7 +80,7 @@ class QueryTokenizer:
 
     @property
     def library_loaded(self) -> bool:
-        """Whether the library's tokenizer was built (every later text goes to it)."""
+        """Whether the library's tokenizer was built (by a text Python does not answer)."""
         return self._library is not None
 
     def library(self):
@@ -94,10 +94,11 @@ class QueryTokenizer:
         return self._library
 
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list:
-        if (self._library is None and self._setup is not None and add_special_tokens
-                and len(texts) == 1 and texts[0].isascii()
-                and not any(s in texts[0] for s in self._special)):
-            return [Encoding(self.ids(texts[0]))]
+        if (self._setup is not None and add_special_tokens and len(texts) == 1
+                and texts[0].isascii() and not any(s in texts[0] for s in self._special)):
+            return [Encoding(self.ids(texts[0]))]  # also once the library is built: faster
+        if len(texts) == 1:  # the same Encoding; encode_batch wakes the library's thread pool
+            return [self.library().encode(texts[0], add_special_tokens=add_special_tokens)]
         return self.library().encode_batch(list(texts), add_special_tokens=add_special_tokens)
 
     def ids(self, text: str) -> list[int]:
