@@ -230,3 +230,14 @@ def test_bge_pinned_and_named(tmp_path, bge):
     assert make_embedder("bge-small").with_threads(1).name == bge.name
     with pytest.raises(ValueError, match="no embedder factory"):
         embedder_for_name("bge-small-en-v1.5-onnx-int8:pooling=mean")
+
+
+@pytest.mark.parametrize("cls", ["OnnxMiniLM", "OnnxBgeSmall"])
+def test_one_text_path_equals_the_batched_path_bit_for_bit(cls):
+    """``embed([text])`` (a query: no padding, no mask) gives the same bits as the batched
+    path running that text alone (batches of one: the mask all ones)."""
+    make = {"OnnxMiniLM": OnnxMiniLM, "OnnxBgeSmall": OnnxBgeSmall}[cls]
+    one = make(intra_op_threads=1, batch_size=1)
+    batched = one.embed(SENTS + ["Who is the father of Ada Lovelace?"])
+    for i, t in enumerate(SENTS + ["Who is the father of Ada Lovelace?"]):
+        np.testing.assert_array_equal(one.embed([t])[0], batched[i])

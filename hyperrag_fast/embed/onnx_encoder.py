@@ -176,6 +176,13 @@ class OnnxEncoder:
         if not len(texts):
             return out
         encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        if len(encs) == 1:  # a query: no batching, padding or mask (the same values)
+            ids = np.asarray([encs[0].ids], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                     "token_type_ids": np.zeros_like(ids)}
+            hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+            out[:] = hidden[:, 0] if self.pooling == "cls" else hidden.sum(axis=1) / np.float32(ids.shape[1])
+            return l2_normalize(out)
         for idx in self._batches(np.array([len(e.ids) for e in encs])):
             width = max(len(encs[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
