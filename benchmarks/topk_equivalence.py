@@ -89,7 +89,7 @@ def dump(a):
     qs = qs[:a.questions] if a.questions else qs
     ret = _retriever(a.index, methods, a.cache_dir)
     ret.warmup()
-    vecs = ret._embed(qs)
+    vecs = np.stack([ret._embed([q])[0] for q in qs]) if a.one_by_one else ret._embed(qs)
     out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(methods),
            "command": np.array(C.command())}
     for m in methods:
@@ -279,6 +279,8 @@ def main():
     d.add_argument("--questions", type=int, default=0, help="0 = all")
     d.add_argument("--cache-dir", default=None, help="embedding cache (the eval harness's --cache-dir)")
     d.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
+    d.add_argument("--one-by-one", action="store_true",
+                   help="embed each question alone, as Retriever.retrieve does (use no --cache-dir)")
     cd = sub.add_parser("cli-dump", help="dump through the hyperrag console (--questions)")
     cd.add_argument("file")
     cd.add_argument("--index", default="indexes/2wiki")
