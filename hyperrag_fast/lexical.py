@@ -116,6 +116,7 @@ class GroupLookup:
         self.max_words = max(map(str.count, keys, [" "] * len(keys)), default=0) + 1
         self._rows: tuple[_Rows, _Rows] | None = None  # bridge_titles' arrays (by page, by name)
         self._lock = threading.Lock()
+        self._local = threading.local()  # ngram_keys' last text
 
     def title_keys(self):
         """Name keys of the chunk titles (:meth:`TitleLookup.keys`, read on first use)."""
@@ -137,10 +138,19 @@ class GroupLookup:
         return sorted(out)
 
     def ngram_keys(self, text: str, max_n: int = 6, min_n: int = 1) -> list[str]:
-        words = normalize_name(text).split()
-        n_max = min(max_n, self.max_words)
-        return [" ".join(words[i:i + n]) for n in range(min_n, n_max + 1)
-                for i in range(len(words) - n + 1)]
+        """The word n-grams (``min_n`` <= n <= ``max_n``, at most the longest name key's
+        words) of ``text``'s name key, by n then position (a new list). The last text's
+        n-grams are kept per thread: one query asks for them several times."""
+        memo = self._local
+        if getattr(memo, "text", None) != text:
+            memo.text, memo.words, memo.by_n = text, normalize_name(text).split(), {}
+        words, by_n, out = memo.words, memo.by_n, []
+        for n in range(min_n, min(max_n, self.max_words) + 1):
+            got = by_n.get(n)
+            if got is None:
+                got = by_n[n] = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+            out += got
+        return out
 
     def bridge_titles(self, cq: np.ndarray, top: np.ndarray, qgroups: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
