@@ -130,14 +130,22 @@ def loglog_slope(xs, ys) -> float | None:
     return float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0])
 
 
-def write_result(name: str, data: dict, folder: Path = RESULTS) -> Path:
-    """``folder/name`` (the current results, or EXPERIMENTS for a one-off experiment)."""
+def write_result(name: str, data: dict, folder: Path = RESULTS, indent: int = 2) -> Path:
+    """``folder/name`` (the current results, or EXPERIMENTS for a one-off experiment);
+    ``indent``: that of the file it rewrites (:func:`json_indent`), so the diff stays small."""
     folder.mkdir(parents=True, exist_ok=True)
     data = {"command": command(), "machine": machine(), **data}
     path = folder / name
-    path.write_text(json.dumps(data, indent=2, default=_default) + "\n")
+    path.write_text(json.dumps(data, indent=indent, default=_default) + "\n")
     print(f"wrote {path}")
     return path
+
+
+def json_indent(text: str, default: int = 2) -> int:
+    """The indent of a JSON object written by ``json.dumps(..., indent=n)``: its second
+    line's leading spaces (``default`` for a one-line file)."""
+    lines = text.splitlines()
+    return len(lines[1]) - len(lines[1].lstrip(" ")) if len(lines) > 1 else default
 
 
 def _default(o):

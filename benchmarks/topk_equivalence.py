@@ -186,12 +186,13 @@ def compare(a):
                       "graph_ms_p50_after": float(np.median(y[m + "_graph_ms"][:n]))}
         print(m, methods[m])
     if a.into:  # add these methods to an existing result, the run recorded beside the others
-        res = json.loads(Path(a.into).read_text(encoding="utf-8"))
+        text = Path(a.into).read_text(encoding="utf-8")
+        res = json.loads(text)
         res.setdefault("runs", []).append({"label": a.label, "command": C.command(),
                                            "machine": C.machine(), **run})
         res.setdefault(a.key, {}).update({m: {**v, "run": a.label} if isinstance(v, dict) else v
                                           for m, v in methods.items()})
-        C.write_result(Path(a.into).name, res, Path(a.into).parent)
+        C.write_result(Path(a.into).name, res, Path(a.into).parent, C.json_indent(text))
     else:
         C.write_result(a.out, {**run, "methods": methods})
 
@@ -242,9 +243,10 @@ def prebuilt(a):
            "structures": out, "identical": all(not (v["differing"] or v["only_before"] or v["only_after"])
                                                for v in out.values())}
     if a.into:  # a new key of an existing result, the rest kept
-        old = json.loads(Path(a.into).read_text(encoding="utf-8"))
+        text = Path(a.into).read_text(encoding="utf-8")
+        old = json.loads(text)
         old[a.key] = {"command": C.command(), "machine": C.machine(), **res}
-        C.write_result(Path(a.into).name, old, Path(a.into).parent)
+        C.write_result(Path(a.into).name, old, Path(a.into).parent, C.json_indent(text))
     else:
         C.write_result(a.out, res)
 
