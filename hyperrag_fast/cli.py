@@ -217,7 +217,7 @@ def cmd_ask(a) -> dict[str, Any]:
 def cmd_build_methods(a) -> dict[str, Any]:
     """Build (and save beside the index) what the named methods read."""
     from .methods import needs
-    from .prebuilt import STRUCTURES, ensure_prebuilt
+    from .prebuilt import STRUCTURES, build_methods
     from .publish import writer_lock
     if a.cache_dir:
         from .intake import check_writable_parent
@@ -230,9 +230,8 @@ def cmd_build_methods(a) -> dict[str, Any]:
         names = a.methods or None
         structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
                       else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
-        pre = ensure_prebuilt(a.index, ix, structures)
-    return {"index": a.index, "built": structures,
-            "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
+        have = build_methods(a.index, ix, structures)
+    return {"index": a.index, "built": structures, "have": have}
 
 
 def cmd_upgrade(a) -> dict[str, Any]:

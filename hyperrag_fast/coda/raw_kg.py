@@ -6,9 +6,9 @@ undirected relations (source, target, description, keywords, strength) with chun
 saved as is (:func:`save_raw`); the consolidated graph built from it at assembly time is
 :mod:`.graph`.
 
-Vectors: a raw entity's vector is L2(embed(name) + mean of its first ``MAX_PIECES``
-description vectors), a raw relation's the L2 mean of its first description vectors.
-Relation vectors are a :class:`RowTable`: one row per distinct description tuple (offline,
+Vectors (computed by :mod:`.kg_vectors`): a raw entity's vector is L2(embed(name) + mean
+of its first ``MAX_PIECES`` description vectors), a raw relation's the L2 mean of its first
+description vectors. Relation vectors are a :class:`RowTable`: one row per distinct description tuple (offline,
 most relations are one sentence: 29k distinct rows for 215k relations on 2Wiki).
 """
 from __future__ import annotations
@@ -28,7 +28,6 @@ from ..records import Extraction
 
 MAX_PIECES = 8
 DEFAULT_TYPE = "entity"
-EMBED_CALL = 8192  # texts per embed call of embed_known
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,14 @@ def chunk_kgs_from_extractions(extractions: Sequence[Extraction],
 def add_unique(lst: list, item: str) -> None:
     if item and item not in lst:
         lst.append(item)
+
+
+def _share_equal(lists: list[list]) -> list[list]:
+    """Equal lists as one object (nothing changes them once the KG is built): most of the
+    2Wiki graph's 215k relation lists are copies of a few thousand (one sentence, one
+    chunk, no keywords), ~60 MB of list objects (docs/architecture.md §7)."""
+    seen: dict[tuple, list] = {}
+    return [seen.setdefault(tuple(x), x) for x in lists]
 
 
 @dataclass
@@ -157,6 +164,8 @@ class RawKG:
                     kg.rel_chunks[j].append(c)
         kg.ent_name = [n.most_common(1)[0][0] for n in names]
         kg.ent_type = [t.most_common(1)[0][0] if t else DEFAULT_TYPE for t in types]
+        for k in ("rel_desc", "rel_kw", "rel_chunks"):
+            setattr(kg, k, _share_equal(getattr(kg, k)))
         return kg
 
     @property
@@ -218,51 +227,19 @@ def as_rows(m) -> RowTable:
     return m if isinstance(m, RowTable) else RowTable.dense_rows(m)
 
 
-def embed_known(texts: Sequence[str], embedder: Embedder | None,
-                known: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(vectors, found mask): texts in ``known`` are looked up, the rest embedded once
-    (when an embedder is given; else their rows are zero and the mask False), in calls of
-    ``EMBED_CALL`` texts (an ONNX encoder sorts a call by length: short names pad less;
-    MiniLM 8,192 names 970/s vs 740/s in calls of 256, same vectors)."""
-    todo = [t for t in dict.fromkeys(texts) if t not in known]
-    if todo and embedder is not None:
-        for part, vecs in _embed_calls(embedder, todo):
-            known.update(zip(part, np.asarray(vecs, dtype=np.float32)))
-    out = np.zeros((len(texts), dim), np.float32)
-    mask = np.zeros(len(texts), bool)
-    for i, t in enumerate(texts):
-        v = known.get(t)
-        if v is not None:
-            out[i] = v
-            mask[i] = True
-    return out, mask
-
-
-def _embed_calls(embedder: Embedder, texts: list[str]):
-    """(part, vectors) per call of at most ``EMBED_CALL`` texts. An encoder that can run
-    with one intra-op thread (``with_threads``, the ONNX encoders) is called from one
-    thread per core, each call single-threaded: short texts such as names keep a core
-    busier that way (2 cores: MiniLM 1,350 vs 1,000-1,250 names/s, bge-small, whose batch
-    is one text, 650-760 vs 310/s); every row is a function of its own text, so the
-    vectors are the same (docs/architecture.md §7)."""
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    threaded = workers > 1 and hasattr(embedder, "with_threads") and len(texts) > 256
-    size = min(EMBED_CALL, -(-len(texts) // (4 * workers))) if threaded else EMBED_CALL
-    parts = [texts[b:b + size] for b in range(0, len(texts), size)]
-    if not threaded:
-        for part in parts:
-            yield part, embedder.embed(part)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-    one = embedder.with_threads(1)
-    with ThreadPoolExecutor(workers) as pool:
-        yield from zip(parts, pool.map(one.embed, parts))
-
-
 def l2_rows(x: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(x, axis=1, keepdims=True)
     n[n == 0] = 1.0
     return np.ascontiguousarray(x / n, dtype=np.float32)
+
+
+def l2_rows_f64(x: np.ndarray) -> np.ndarray:
+    """:func:`l2_rows` of a float64 matrix the caller gives up: divided in place (the same
+    quotients), then cast, without a second float64 copy."""
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    np.divide(x, n, out=x)
+    return x.astype(np.float32)
 
 
 def segment_sum(ptr: np.ndarray, idx: np.ndarray, vecs: np.ndarray) -> np.ndarray:
@@ -280,33 +257,6 @@ def _unique_rows(keys: Sequence[tuple]) -> tuple[list[tuple], np.ndarray]:
     ids: dict[tuple, int] = {}
     of = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int32, count=len(keys))
     return list(ids), of
-
-
-def piece_means(descs: Sequence[Sequence[str]], embedder: Embedder | None,
-                known: dict[str, np.ndarray], dim: int) -> RowTable:
-    """L2 mean of each item's first ``MAX_PIECES`` description vectors, computed once per
-    distinct description tuple (row values as if computed for every item)."""
-    uniq, of = _unique_rows([tuple(d[:MAX_PIECES]) for d in descs])
-    ptr, pieces = [0], []
-    for t in uniq:
-        pieces += t
-        ptr.append(len(pieces))
-    pv, _ = embed_known(pieces, embedder, known, dim)
-    return RowTable(l2_rows(segment_sum(np.asarray(ptr), np.arange(len(pieces)), pv)), of)
-
-
-def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarray],
-                dim: int) -> tuple[np.ndarray, RowTable]:
-    """Raw entity vectors and relation vectors (a :class:`RowTable`; see the module
-    docstring). Pieces already in ``known`` (e.g. the index's sentence vectors) are not
-    re-embedded; each distinct entity name is embedded once."""
-    ent = np.asarray(piece_means(kg.ent_desc, embedder, known, dim))
-    nv, found = embed_known(kg.ent_name, embedder, known, dim)
-    nv[~found] = 0.0
-    ent += nv  # in place: the same values as ent + where(found, nv, 0), no temporaries
-    del nv
-    ent = l2_rows(ent)
-    return ent, piece_means(kg.rel_desc, embedder, known, dim)
 
 
 # ------------------------------------------------------------------ persistence
