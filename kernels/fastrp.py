@@ -78,5 +78,7 @@ def fastrp_into(ptr, nbr, w, cur, iter_weights, normalize):
                         nxt[u, j] = 0.0
             for j in range(d):
                 out[u, j] += a * nxt[u, j]
-        cur, nxt = nxt, cur  # N_i is the next input; the old input is overwritten next
+        for u in prange(n):
+            for j in range(d):
+                cur[u, j] = nxt[u, j]
     return out

@@ -112,13 +112,72 @@ def test_label_types_match_counters(ents):
     assert inventory == Counter(label for text, label in ents if normalize_name(text))
 
 
+def _raw_twin(kgs) -> dict:
+    """RawKG.from_chunk_kgs as it was: a list and a Counter per item."""
+    from hyperrag_fast.coda.raw_kg import DEFAULT_TYPE, add_unique
+    from hyperrag_fast.lexical import normalize_name
+    d = {k: [] for k in ("ent_key", "ent_desc", "ent_chunks", "rel_src", "rel_tgt", "rel_desc",
+                         "rel_kw", "rel_strength", "rel_chunks")}
+    index, rindex, names, types, errors = {}, {}, [], [], []
+
+    def entity(name, typ, desc, c):
+        key = normalize_name(name)
+        if not key:
+            return None
+        if key not in index:
+            index[key] = len(d["ent_key"])
+            d["ent_key"].append(key), d["ent_desc"].append([]), d["ent_chunks"].append([])
+            names.append(Counter()), types.append(Counter())
+        i = index[key]
+        names[i][name.strip()] += 1
+        if typ:
+            types[i][typ] += 1
+        add_unique(d["ent_desc"][i], desc.strip())
+        if not d["ent_chunks"][i] or d["ent_chunks"][i][-1] != c:
+            d["ent_chunks"][i].append(c)
+        return i
+    for c, ck in enumerate(kgs):
+        if ck.error is not None:
+            errors.append((c, ck.error))
+            continue
+        for name, typ, desc in ck.entities:
+            entity(name, typ, desc, c)
+        for src, tgt, desc, kw, strength in ck.relations:
+            a, b = entity(src, None, "", c), entity(tgt, None, "", c)
+            if a is None or b is None or a == b:
+                continue
+            pair = (min(a, b), max(a, b))
+            if pair not in rindex:
+                rindex[pair] = len(d["rel_src"])
+                for k, v in (("rel_src", pair[0]), ("rel_tgt", pair[1]), ("rel_desc", []),
+                             ("rel_kw", []), ("rel_strength", 0.0), ("rel_chunks", [])):
+                    d[k].append(v)
+            j = rindex[pair]
+            add_unique(d["rel_desc"][j], desc.strip())
+            add_unique(d["rel_kw"][j], kw.strip())
+            d["rel_strength"][j] += float(strength)
+            if not d["rel_chunks"][j] or d["rel_chunks"][j][-1] != c:
+                d["rel_chunks"][j].append(c)
+    d["ent_name"] = [n.most_common(1)[0][0] for n in names]
+    d["ent_type"] = [t.most_common(1)[0][0] if t else DEFAULT_TYPE for t in types]
+    d["errors"], d["n_chunks"] = errors, len(kgs)
+    return d
+
+
 @SETTINGS
-@given(chunk_kgs())
-def test_shared_relation_lists_save_the_same_json(kgs):
-    """Equal relation lists held once: the KG's JSON is what separate lists give."""
+@given(chunk_kgs(), st.lists(st.sampled_from(["ORG", "PERSON", ""]), max_size=40))
+def test_raw_kg_matches_the_list_per_item_twin(kgs, labels):
+    """Lists made only for items with two values, shared among equal ones, and a Counter
+    only for names seen with two surface forms or types: the same KG and the same JSON."""
+    it = iter(labels)
+    kgs = [ChunkKG(tuple((n, next(it, "entity"), d) for n, _, d in ck.entities), ck.relations,
+                   "failed" if ck.relations and len(ck.relations) == 5 else None)
+           for ck in kgs]
     kg = RawKG.from_chunk_kgs(kgs)
-    plain = RawKG.from_json(json.loads(json.dumps(kg.to_json())))
-    assert json.dumps(plain.to_json()) == json.dumps(kg.to_json())
+    want = _raw_twin(kgs)
+    got = kg.to_json()
+    assert {k: got[k] for k in want} == want
+    assert json.dumps(got) == json.dumps(RawKG.from_json(json.loads(json.dumps(want))).to_json())
     for k in ("rel_desc", "rel_kw", "rel_chunks"):
         lists = getattr(kg, k)
         assert len({id(x) for x in lists}) == len({tuple(x) for x in lists})

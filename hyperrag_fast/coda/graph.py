@@ -25,7 +25,7 @@ from ..config import FastRPParams  # noqa: F401  (FastRP's defaults live in conf
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp_into
 from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as_rows,
-                     l2_rows, l2_rows_f64, segment_sum, write_json_object)
+                     l2_rows_inplace, segment_sum, write_json_object)
 
 PROJECTION_ROWS = 1 << 20  # random draws per block of fastrp_projection (bounded memory)
 
@@ -120,13 +120,13 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
     """Apply a name grouping (``group_of(key) -> canonical key``, e.g.
     ``consolidate.MergeTable.group_of``) to the raw KG: one node per group, one edge
     per distinct node pair (duplicates merged), self-loops dropped (CodaRAG §3.2)."""
-    g = _assemble(kg, ent_vec, rel_vec, group_of)  # its working lists are gone before FastRP
-    g.frp = fastrp_embed(g, frp or FastRPParams())
-    return g
+    return _assemble(kg, ent_vec, rel_vec, group_of, frp or FastRPParams())
 
 
-def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of) -> CodaGraph:
-    """:func:`consolidate` without the FastRP rows (``frp`` n x 0)."""
+def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams) -> CodaGraph:
+    """:func:`consolidate`. The FastRP rows are computed from the adjacency before the
+    vectors and texts exist (the same rows: FastRP reads the adjacency only), so its three
+    n x dim float64 matrices are not held beside them (docs/architecture.md §7)."""
     gid: dict[str, int] = {}
     raw_to_ent = np.empty(kg.n_entities, np.int64)
     for i, key in enumerate(kg.ent_key):
@@ -136,6 +136,19 @@ def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of) -> CodaGraph:
     members: list[list[int]] = [[] for _ in range(n)]
     for i, g in enumerate(raw_to_ent):
         members[g].append(i)
+    # relations: remap, drop self-loops, dedupe by node pair (first seen), as arrays
+    rptr, ridx, rel_src, rel_tgt, rel_strength = _merged_relations(kg, raw_to_ent, n)
+    # adjacency: both directions of every relation, CSR by source (stable)
+    m = rel_src.shape[0]
+    rows = np.concatenate([rel_src, rel_tgt]).astype(np.int64)
+    pos = np.arange(2 * m, dtype=np.int64)
+    adj_ptr, order = csr_from_pairs(rows, pos, n)
+    order = order.astype(np.int64)
+    adj_nbr = np.concatenate([rel_tgt, rel_src])[order].astype(np.int32)
+    adj_rel = np.concatenate([np.arange(m), np.arange(m)])[order].astype(np.int32)
+    adj_w = rel_strength[adj_rel].astype(np.float64) if m else np.zeros(0)
+    del rows, pos, order
+    frp = fastrp_rows(n, adj_ptr, adj_nbr, adj_w, p)
     # entities: the member with most chunks names the node (ties: first seen)
     ent_key = list(gid)
     ent_name, ent_type, ent_desc, ent_chunks = [], [], [], []
@@ -151,9 +164,7 @@ def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of) -> CodaGraph:
         ent_desc.append(" ".join(descs))
         ent_chunks.append(sorted({c for i in mem for c in kg.ent_chunks[i]}))
     mptr, midx = _csr_lists(members)
-    ev = l2_rows(segment_sum(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
-    # relations: remap, drop self-loops, dedupe by node pair (first seen), as arrays
-    rptr, ridx, rel_src, rel_tgt, rel_strength = _merged_relations(kg, raw_to_ent, n)
+    ev = l2_rows_inplace(segment_sum(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
     rel_desc, rel_kw, rcp, rcs = [], [], [0], []
     rp, rx = rptr.tolist(), ridx.tolist()
     for r in range(len(rp) - 1):
@@ -173,19 +184,10 @@ def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of) -> CodaGraph:
     ofm = as_rows(rel_vec).of[ridx].tolist()
     rv = _merged_rows(as_rows(rel_vec), (tuple(ofm[a:b]) for a, b in zip(rp, rp[1:])))
     del rp, rx, rptr, ridx, ofm
-    # adjacency: both directions of every relation, CSR by source (stable)
-    m = rel_src.shape[0]
-    rows = np.concatenate([rel_src, rel_tgt]).astype(np.int64)
-    pos = np.arange(2 * m, dtype=np.int64)
-    adj_ptr, order = csr_from_pairs(rows, pos, n)
-    order = order.astype(np.int64)
-    adj_nbr = np.concatenate([rel_tgt, rel_src])[order].astype(np.int32)
-    adj_rel = np.concatenate([np.arange(m), np.arange(m)])[order].astype(np.int32)
-    adj_w = rel_strength[adj_rel].astype(np.float64) if m else np.zeros(0)
     ecp, ecs = _csr_lists(ent_chunks)
     return CodaGraph(kg.n_chunks, ent_key, ent_name, ent_type, ent_desc, raw_to_ent, rel_src,
                      rel_tgt, rel_strength, rel_desc, rel_kw, adj_ptr, adj_nbr, adj_rel, adj_w,
-                     ecp, ecs, rcp, rcs, ev, rv, np.zeros((n, 0), np.float32))
+                     ecp, ecs, rcp, rcs, ev, rv, frp)
 
 
 def _merged_relations(kg: RawKG, raw_to_ent: np.ndarray, n: int):
@@ -219,22 +221,27 @@ def _merged_rows(raw: RowTable, member_rows) -> RowTable:
     if not uniq:
         return RowTable(np.zeros((0, raw.rep.shape[1]), np.float32), of)
     ptr, idx = _csr_lists(uniq)
-    return RowTable(l2_rows(segment_sum(ptr, idx, raw.rep)), of)
+    return RowTable(l2_rows_inplace(segment_sum(ptr, idx, raw.rep)), of)
 
 
 def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
     """L2-normalised FastRP rows of the consolidated graph (kernels/fastrp.py)."""
-    n = g.n_entities
+    return fastrp_rows(g.n_entities, g.adj_ptr, g.adj_nbr, g.adj_w, p)
+
+
+def fastrp_rows(n: int, adj_ptr: np.ndarray, adj_nbr: np.ndarray, adj_w: np.ndarray,
+                p: FastRPParams) -> np.ndarray:
+    """:func:`fastrp_embed` of the n-node adjacency CSR ``(adj_ptr, adj_nbr, adj_w)``."""
     if n == 0 or p.dim == 0:
         return np.zeros((n, p.dim), np.float32)
     proj = fastrp_projection(n, p.dim, p.seed)
-    deg = np.diff(g.adj_ptr).astype(np.float64)
+    deg = np.diff(adj_ptr).astype(np.float64)
     scale = np.where(deg > 0, np.power(np.maximum(deg, 1.0), p.beta), 0.0)
     proj *= scale[:, None]  # in place: the same products, no second n x dim copy
-    out = fastrp_into(g.adj_ptr, g.adj_nbr, g.adj_w, proj,
+    out = fastrp_into(adj_ptr, adj_nbr, adj_w, proj,
                       np.asarray(p.iter_weights, np.float64), bool(p.normalize))
     del proj  # overwritten by the kernel (its working matrix)
-    return l2_rows_f64(out)
+    return l2_rows_inplace(out)
 
 
 # ------------------------------------------------------------------ persistence

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from ..embed.base import Embedder
-from .raw_kg import MAX_PIECES, RawKG, RowTable, _unique_rows, l2_rows, segment_sum
+from .raw_kg import MAX_PIECES, RawKG, RowTable, _unique_rows, l2_rows_inplace, segment_sum
 
 EMBED_CALL = 8192  # texts per embed call of embed_known
 
@@ -75,7 +75,9 @@ def piece_means(descs: Sequence[Sequence[str]], embedder: Embedder | None,
     del uniq
     pv, _ = embed_known(list(piece_id), embedder, known, dim)
     del piece_id
-    return RowTable(l2_rows(segment_sum(ptr, idx, pv)), of)
+    sums = segment_sum(ptr, idx, pv)
+    del pv, idx
+    return RowTable(l2_rows_inplace(sums), of)
 
 
 def add_known(out: np.ndarray, texts: Sequence[str], embedder: Embedder | None,
@@ -108,7 +110,9 @@ def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarra
     docstring). Pieces already in ``known`` (e.g. the index's sentence vectors) are not
     re-embedded; each distinct entity name is embedded once, its vector added to its
     entity's row in place (no n x dim name matrix)."""
-    ent = np.asarray(piece_means(kg.ent_desc, embedder, known, dim))
+    t = piece_means(kg.ent_desc, embedder, known, dim)
+    same = t.of.shape[0] == t.rep.shape[0] and np.array_equal(t.of, np.arange(t.of.shape[0]))
+    ent = t.rep if same else t.rep[t.of]  # each row its own: no copy
+    del t
     add_known(ent, kg.ent_name, embedder, known)
-    ent = l2_rows(ent)
-    return ent, piece_means(kg.rel_desc, embedder, known, dim)
+    return l2_rows_inplace(ent), piece_means(kg.rel_desc, embedder, known, dim)

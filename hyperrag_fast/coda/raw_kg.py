@@ -76,12 +76,77 @@ def add_unique(lst: list, item: str) -> None:
         lst.append(item)
 
 
-def _share_equal(lists: list[list]) -> list[list]:
-    """Equal lists as one object (nothing changes them once the KG is built): most of the
-    2Wiki graph's 215k relation lists are copies of a few thousand (one sentence, one
-    chunk, no keywords), ~60 MB of list objects (docs/architecture.md §7)."""
-    seen: dict[tuple, list] = {}
-    return [seen.setdefault(tuple(x), x) for x in lists]
+class _Tally:
+    """Per item, its most frequent value (ties: the one seen first, as ``Counter``), with a
+    Counter only for the items seen with two different values."""
+
+    def __init__(self) -> None:
+        self.first: list = []
+        self.count: list[int] = []
+        self.more: dict[int, Counter] = {}
+
+    def new(self) -> None:
+        self.first.append(None)
+        self.count.append(0)
+
+    def add(self, i: int, v) -> None:
+        c = self.more.get(i)
+        if c is not None:
+            c[v] += 1
+        elif self.first[i] is None or self.first[i] == v:
+            self.first[i], self.count[i] = v, self.count[i] + 1
+        else:
+            c = self.more[i] = Counter({self.first[i]: self.count[i]})
+            c[v] += 1
+
+    def top(self, i: int, default):
+        c = self.more.get(i)
+        if c is not None:
+            return c.most_common(1)[0][0]
+        return default if self.first[i] is None else self.first[i]
+
+
+class _Lists:
+    """Per item, a list built by :func:`add_unique` / :meth:`add_last`, held as its first
+    value and a list only for items with two or more: most of the 2Wiki graph's 215k
+    relations have one sentence, one chunk and no keywords, and the finished lists are
+    shared among equal ones (nothing changes them once the KG is built): ~60 MB of list
+    objects not made (docs/architecture.md §7)."""
+
+    def __init__(self) -> None:
+        self.first: list = []
+        self.more: dict[int, list] = {}
+
+    def add_unique(self, j: int, x: str) -> None:
+        if not x:
+            return
+        m = self.more.get(j)
+        if m is not None:
+            add_unique(m, x)
+        elif self.first[j] is None:
+            self.first[j] = x
+        elif self.first[j] != x:
+            self.more[j] = [self.first[j], x]
+
+    def add_last(self, j: int, c: int) -> None:
+        """Append ``c`` unless it is the last value (chunks arrive in order)."""
+        m = self.more.get(j)
+        if m is not None:
+            if m[-1] != c:
+                m.append(c)
+        elif self.first[j] is None:
+            self.first[j] = c
+        elif self.first[j] != c:
+            self.more[j] = [self.first[j], c]
+
+    def lists(self) -> list[list]:
+        shared: dict[tuple, list] = {}
+        out = []
+        for j, f in enumerate(self.first):
+            m = self.more.get(j)
+            key = tuple(m) if m is not None else (() if f is None else (f,))
+            out.append(shared.setdefault(key, m if m is not None else list(key)))
+        return out
 
 
 @dataclass
@@ -113,9 +178,9 @@ class RawKG:
     def from_chunk_kgs(cls, kgs: Sequence[ChunkKG]) -> "RawKG":
         kg = cls(len(kgs))
         index: dict[str, int] = {}
-        names: list[Counter] = []
-        types: list[Counter] = []
+        names, types = _Tally(), _Tally()
         rindex: dict[tuple[int, int], int] = {}
+        rdesc, rkw, rchunks = _Lists(), _Lists(), _Lists()
 
         def entity(name: str, typ: str | None, desc: str, c: int) -> int | None:
             key = normalize_name(name)
@@ -127,11 +192,11 @@ class RawKG:
                 kg.ent_key.append(key)
                 kg.ent_desc.append([])
                 kg.ent_chunks.append([])
-                names.append(Counter())
-                types.append(Counter())
-            names[i][name.strip()] += 1
+                names.new()
+                types.new()
+            names.add(i, name.strip())
             if typ:
-                types[i][typ] += 1
+                types.add(i, typ)
             add_unique(kg.ent_desc[i], desc.strip())
             if not kg.ent_chunks[i] or kg.ent_chunks[i][-1] != c:
                 kg.ent_chunks[i].append(c)
@@ -153,19 +218,17 @@ class RawKG:
                     j = rindex[pair] = len(kg.rel_src)
                     kg.rel_src.append(pair[0])
                     kg.rel_tgt.append(pair[1])
-                    kg.rel_desc.append([])
-                    kg.rel_kw.append([])
                     kg.rel_strength.append(0.0)
-                    kg.rel_chunks.append([])
-                add_unique(kg.rel_desc[j], desc.strip())
-                add_unique(kg.rel_kw[j], kw.strip())
+                    for x in (rdesc, rkw, rchunks):
+                        x.first.append(None)
+                rdesc.add_unique(j, desc.strip())
+                rkw.add_unique(j, kw.strip())
                 kg.rel_strength[j] += float(strength)
-                if not kg.rel_chunks[j] or kg.rel_chunks[j][-1] != c:
-                    kg.rel_chunks[j].append(c)
-        kg.ent_name = [n.most_common(1)[0][0] for n in names]
-        kg.ent_type = [t.most_common(1)[0][0] if t else DEFAULT_TYPE for t in types]
-        for k in ("rel_desc", "rel_kw", "rel_chunks"):
-            setattr(kg, k, _share_equal(getattr(kg, k)))
+                rchunks.add_last(j, c)
+        del rindex
+        kg.ent_name = [names.top(i, "") for i in range(len(kg.ent_key))]
+        kg.ent_type = [types.top(i, DEFAULT_TYPE) for i in range(len(kg.ent_key))]
+        kg.rel_desc, kg.rel_kw, kg.rel_chunks = rdesc.lists(), rkw.lists(), rchunks.lists()
         return kg
 
     @property
@@ -233,13 +296,13 @@ def l2_rows(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x / n, dtype=np.float32)
 
 
-def l2_rows_f64(x: np.ndarray) -> np.ndarray:
-    """:func:`l2_rows` of a float64 matrix the caller gives up: divided in place (the same
-    quotients), then cast, without a second float64 copy."""
+def l2_rows_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`l2_rows` of a matrix the caller gives up: divided in place (the same
+    quotients), then cast to float32 (no copy when it is float32 already)."""
     n = np.linalg.norm(x, axis=1, keepdims=True)
     n[n == 0] = 1.0
     np.divide(x, n, out=x)
-    return x.astype(np.float32)
+    return np.ascontiguousarray(x.astype(np.float32, copy=False))
 
 
 def segment_sum(ptr: np.ndarray, idx: np.ndarray, vecs: np.ndarray) -> np.ndarray:
