@@ -41,7 +41,7 @@ except ImportError:
     import _common as C
     import synthetic_text
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ.get("HYPERRAG_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
 OUT = C.RESULTS / "index_build.json"  # --out writes another file
 SIZES = {"synthetic_10k": 10_000, "synthetic_30k": 30_000, "synthetic_100k": 100_000}
 

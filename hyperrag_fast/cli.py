@@ -217,22 +217,26 @@ def cmd_ask(a) -> dict[str, Any]:
 def cmd_build_methods(a) -> dict[str, Any]:
     """Build (and save beside the index) what the named methods read."""
     from .methods import needs
-    from .prebuilt import STRUCTURES, ensure_prebuilt
+    from .prebuilt import STRUCTURES, build_methods
     from .publish import writer_lock
     if a.cache_dir:
         from .intake import check_writable_parent
         check_writable_parent(Path(a.cache_dir) / "embeddings.sqlite")
+    from .mmaps import map_large_allocations
+    map_large_allocations()  # freed large buffers go back to the kernel: the step's peak
     with writer_lock(a.index, a.lock_timeout, create=False):  # one writer of prebuilt/
-        ix = load_writer(a.index, args=a)
+        merge, names = read_manifest(a.index)["merge"], a.methods or None
+        structures = (sorted({s for m in names for s in needs(m, merge)}) if names
+                      else [s for s in STRUCTURES if s != f"merge_{merge}"])
+        # CODA embeds from one single-threaded session per core (coda/kg_vectors.py): load
+        # the index with such a session, not one more that would sit idle (docs §7)
+        one = not a.cache_dir and not any(s.startswith("merge_") for s in structures)
+        ix = load_writer(a.index, args=a, threads=1 if one else None)
         if a.cache_dir and ix.embedder is not None:
             from .embed.cache import CachedEmbedder
             ix.embedder = CachedEmbedder(ix.embedder, Path(a.cache_dir) / "embeddings.sqlite")
-        names = a.methods or None
-        structures = (sorted({s for m in names for s in needs(m, ix.merge)}) if names
-                      else [s for s in STRUCTURES if s != f"merge_{ix.merge}"])
-        pre = ensure_prebuilt(a.index, ix, structures)
-    return {"index": a.index, "built": structures,
-            "have": sorted(list(pre.graphs) + (["coda"] if pre.coda is not None else []))}
+        have = build_methods(a.index, ix, structures)
+    return {"index": a.index, "built": structures, "have": have}
 
 
 def cmd_upgrade(a) -> dict[str, Any]:

@@ -32,3 +32,22 @@ def trim_heap() -> None:
         ctypes.CDLL(None).malloc_trim(0)  # runs ldconfig in a subprocess (~25 ms CPU)
     except (OSError, AttributeError):
         pass
+
+
+#: glibc's M_MMAP_THRESHOLD for a build step that sets it (:func:`map_large_allocations`)
+MMAP_THRESHOLD = 256 * 1024
+
+
+def map_large_allocations() -> None:
+    """Serve every allocation of ``MMAP_THRESHOLD`` bytes or more by its own memory map
+    (glibc ``mallopt(M_MMAP_THRESHOLD)``; a no-op elsewhere), so freeing a large buffer
+    hands it straight back to the kernel. glibc's default threshold grows with each large
+    buffer freed (up to 32 MB), after which such buffers come from the heap and stay
+    resident once freed: the ONNX runs and NumPy temporaries of ``hyperrag build-methods``
+    kept ~130 MB that way during CODA's name embedding (docs/architecture.md §7). For a
+    process that owns its allocator (the CLI), not for a library call."""
+    import ctypes
+    try:
+        ctypes.CDLL(None).mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD = -3
+    except (OSError, AttributeError):
+        pass

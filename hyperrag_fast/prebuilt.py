@@ -25,7 +25,9 @@ from typing import Sequence
 import numpy as np
 
 from .hypergraph import MERGES
+from .coda.raw_kg import write_json_object
 from .indexing.hypergraph import build_hypergraph
+from .mmaps import trim_heap
 from .prebuilt_reader import (FOLDER, STRUCTURES, _TEXTS, MissingPrebuilt,  # noqa: F401
                               VariantGraph, load_prebuilt)
 from .prebuilt_reader import Prebuilt as OpenedPrebuilt
@@ -102,6 +104,33 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
     is saved now, loaded. A CODA system saved without its assembled graphs (before they
     were saved) is assembled from its saved raw KG and merge table and published again
     (:func:`assemble_saved_coda`: no extraction, no embedding)."""
+    have, gen = _build_missing(index_dir, index, structures)
+    if gen is None:
+        return have
+    return load_prebuilt(index_dir, structures, generation=gen)  # what a later process loads
+
+
+def build_methods(index_dir: str | os.PathLike, index, structures: Sequence[str]) -> list[str]:
+    """:func:`ensure_prebuilt` as ``hyperrag build-methods`` runs it: the new structures'
+    files are checked against the manifest's checksums a file at a time instead of being
+    loaded back (the build's memory is not spent again on what it just wrote; a query
+    checks them in full when it opens them). Returns which of ``structures`` the index
+    has now."""
+    have, gen = _build_missing(index_dir, index, structures)
+    if gen is None:
+        return sorted(list(have.graphs) + (["coda"] if have.coda is not None else []))
+    from .store import _read_manifest_at
+    from .prebuilt_reader import _check_files
+    saved = _read_manifest_at(gen, True).get("prebuilt", {})
+    for name in structures:
+        if name in saved:
+            _check_files(gen, name, saved[name], True)
+    return sorted(n for n in structures if n in saved)
+
+
+def _build_missing(index_dir: str | os.PathLike, index, structures: Sequence[str]):
+    """(what was saved before, loaded; the new generation or None when nothing was
+    missing)."""
     if "coda" in structures or "consolidated" in structures:
         gen = assemble_saved_coda(index_dir, getattr(index, "generation", None))
         if gen is not None:
@@ -109,7 +138,7 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
     have = load_prebuilt(index_dir, structures, generation=getattr(index, "generation", None))
     missing = [s for s in structures if not have.has(s)]
     if not missing:
-        return have
+        return have, None
     unknown = sorted(set(missing) - set(STRUCTURES))
     if unknown:
         raise ValueError(f"unknown structure(s) {unknown}; known: {STRUCTURES}")
@@ -126,6 +155,7 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
                 coda.save(root / "coda", release=True)  # then let go: bounded memory
                 table = coda.table
                 del coda
+                trim_heap()
             else:
                 from .coda.consolidate import MergeTable
                 from .coda.system import MERGE_FILE, consolidated_hypergraph
@@ -140,7 +170,7 @@ def ensure_prebuilt(index_dir: str | os.PathLike, index, structures: Sequence[st
 
     gen = publish_prebuilt(index_dir, have.built_from, write, STRUCTURES)
     index.generation = gen  # the same index files (hard links), now with the structures
-    return load_prebuilt(index_dir, structures, generation=gen)  # what a later process loads
+    return have, gen
 
 
 def assemble_saved_coda(index_dir: str | os.PathLike, generation=None) -> Path | None:
@@ -230,5 +260,5 @@ def _save_graph(d: Path, vg: VariantGraph) -> None:
     meta = {"merge": g.merge, "n_chunks": g.n_chunks, "index_nodes": vg.index_nodes,
             **{k: getattr(g, k) for k in _TEXTS}}
     tmp = d / "graph.json.tmp"
-    tmp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+    write_json_object(tmp, meta.items(), ensure_ascii=False)  # json.dumps's bytes, in parts
     os.replace(tmp, d / "graph.json")

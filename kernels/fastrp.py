@@ -18,18 +18,26 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ._config import pjit
+from ._config import jit, pjit
 
 NORM_TOL = 1e-6  # relative: a row cancelled below this share of its terms' norm is zero
 
 
-@pjit
+@jit
 def fastrp(ptr, nbr, w, proj, iter_weights, normalize):
     """FastRP over the CSR graph ``(ptr, nbr, w)`` (weights >= 0) and the n x d
     projection ``proj``; returns sum_i iter_weights[i] * N_i (float64, n x d)."""
+    return fastrp_into(ptr, nbr, w, np.ascontiguousarray(proj.astype(np.float64)),
+                       iter_weights, normalize)
+
+
+@pjit
+def fastrp_into(ptr, nbr, w, cur, iter_weights, normalize):
+    """:func:`fastrp` working in ``cur`` (the float64 C-order projection, overwritten:
+    no copy of it), the same values; a build that no longer needs the projection saves
+    one n x d float64 matrix (docs/architecture.md §7)."""
     n = ptr.shape[0] - 1
-    d = proj.shape[1]
-    cur = np.ascontiguousarray(proj.astype(np.float64))
+    d = cur.shape[1]
     nxt = np.zeros((n, d), dtype=np.float64)
     out = np.zeros((n, d), dtype=np.float64)
     cnorm = np.zeros(n, dtype=np.float64)

@@ -11,7 +11,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from hyperrag_fast import config
 from hyperrag_fast.coda.graph import consolidate
-from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG, raw_vectors
+from hyperrag_fast.coda.kg_vectors import raw_vectors
+from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.embed.hashing import HashingEmbedder
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hyperrag_fast.coda.consolidate import (KEEP, MERGE, MergeRow, MergeTable, candidate_pairs,
                                             consolidated_group_of, merge_entities, offline_rule)
 from hyperrag_fast.coda.graph import consolidate
-from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG, chunk_kgs_from_extractions, raw_vectors
+from hyperrag_fast.coda.kg_vectors import raw_vectors
+from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG, chunk_kgs_from_extractions
 from hyperrag_fast.coda.system import build_coda, load_coda
 from hyperrag_fast.methods import CodaSetup, MissingPrebuilt
 from hyperrag_fast.prebuilt import build_prebuilt
@@ -606,7 +607,7 @@ class _CountingEmbedder:
 
 
 def test_names_embedded_from_one_thread_per_core_get_the_same_vectors(monkeypatch):
-    from hyperrag_fast.coda import raw_kg
+    from hyperrag_fast.coda import kg_vectors as raw_kg
     texts = [f"name {i} of {i % 7}" for i in range(1500)]
     monkeypatch.setattr(raw_kg.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     calls = []

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.coda.graph import consolidate
-from hyperrag_fast.coda.raw_kg import RawKG, chunk_kgs_from_extractions, raw_vectors
+from hyperrag_fast.coda.kg_vectors import raw_vectors
+from hyperrag_fast.coda.raw_kg import RawKG, chunk_kgs_from_extractions
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.coda.select import _cover
 from hyperrag_fast.embed.hashing import HashingEmbedder

@@ -10,7 +10,8 @@ import numpy as np
 
 from hyperrag_fast.coda.consolidate import KEEP, MERGE, merge_entities
 from hyperrag_fast.coda.graph import consolidate
-from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG, raw_vectors
+from hyperrag_fast.coda.kg_vectors import raw_vectors
+from hyperrag_fast.coda.raw_kg import ChunkKG, RawKG
 from hyperrag_fast.coda.llm_extract import (JSONCaller, LLMKGExtractor, LLMMergeJudge,
                                             discover_types)
 from hyperrag_fast.coda.llm_query import LLMInterferenceFilter, LLMKeywords

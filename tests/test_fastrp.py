@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.coda.graph import fastrp_projection
 from hyperrag_fast.kernels.csr import csr_from_pairs
-from hyperrag_fast.kernels.fastrp import NORM_TOL, fastrp
+from hyperrag_fast.kernels.fastrp import NORM_TOL, fastrp, fastrp_into
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -102,3 +102,29 @@ def test_cancelled_rows_are_zero_under_the_rule():
         want = fastrp_twin(A, R, weights, normalize)
         assert np.array_equal(got == 0, want == 0) and (want == 0).any()
         np.testing.assert_allclose(got, want, atol=1e-9, rtol=0)
+
+
+@SETTINGS
+@given(graphs(), st.integers(1, 8), st.lists(st.floats(0.0, 2.0), min_size=1, max_size=4),
+       st.booleans(), st.integers(0, 2**16))
+def test_fastrp_into_is_fastrp_in_place(g, dim, weights, normalize, seed):
+    """``fastrp_into`` (the build's call: the projection is its working matrix) gives
+    ``fastrp``'s values bit for bit."""
+    n, rows, cols, w = g
+    ptr, nbr, ww = _csr(n, rows, cols, w)
+    R = fastrp_projection(n, dim, seed)
+    want = fastrp(ptr, nbr, ww, R, np.asarray(weights), normalize)
+    got = fastrp_into(ptr, nbr, ww, R.copy(), np.asarray(weights), normalize)
+    assert np.array_equal(got, want)
+
+
+def test_projection_blocks_draw_as_one_call(monkeypatch):
+    """``fastrp_projection`` draws in row blocks: the same matrix as one draw."""
+    import hyperrag_fast.coda.graph as G
+    whole = fastrp_projection(1000, 16, seed=5)
+    monkeypatch.setattr(G, "PROJECTION_ROWS", 16 * 7)  # blocks of 7 rows
+    assert np.array_equal(fastrp_projection(1000, 16, seed=5), whole)
+    rng = np.random.default_rng(5)
+    u = rng.random((1000, 16))
+    s = np.sqrt(1000)
+    assert np.array_equal(whole != 0, (u < 1 / (2 * s)) | (u > 1 - 1 / (2 * s)))

@@ -121,7 +121,8 @@ def test_methods_never_import_the_query_layer_and_build_never_imports_query():
 WRITE_SIDE = ("hyperrag_fast.index", "hyperrag_fast.indexing", "hyperrag_fast.prebuilt",
               "hyperrag_fast.publish", "hyperrag_fast.chunking", "hyperrag_fast.intake",
               "hyperrag_fast.extract", "hyperrag_fast.coda.system", "hyperrag_fast.coda.consolidate",
-              "hyperrag_fast.coda.llm_extract", "hyperrag_fast.kernels.build")
+              "hyperrag_fast.coda.llm_extract", "hyperrag_fast.coda.kg_vectors",
+              "hyperrag_fast.kernels.build")
 #: the read side: opening one generation and answering queries over it
 READ_SIDE = ("hyperrag_fast.reader", "hyperrag_fast.retriever", "hyperrag_fast.methods",
              "hyperrag_fast.ann", "hyperrag_fast.lexical", "hyperrag_fast.engine",

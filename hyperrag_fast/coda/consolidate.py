@@ -295,14 +295,19 @@ def merge_entities(kg: RawKG, ent_vec: np.ndarray, judge: MergeJudge | None = No
 def label_types(ents: Iterable[tuple[str, str]]) -> tuple[dict[str, str], Counter]:
     """(normalised name -> its most frequent label, label counts) of ``(text, label)``
     entity mentions (ties: the label seen first)."""
-    per: dict[str, Counter] = {}
+    counts: dict[tuple[str, str], int] = {}  # (name, label) pairs, first seen first
     inventory: Counter = Counter()
     for text, label in ents:
         key = normalize_name(text)
         if key:
-            per.setdefault(key, Counter())[label] += 1
+            counts[(key, label)] = counts.get((key, label), 0) + 1
             inventory[label] += 1
-    return {k: c.most_common(1)[0][0] for k, c in per.items()}, inventory
+    best: dict[str, tuple[int, str]] = {}  # one small tuple per name, no Counter each
+    for (key, label), c in counts.items():
+        if key not in best or c > best[key][0]:
+            best[key] = (c, label)
+    del counts
+    return {k: label for k, (_, label) in best.items()}, inventory
 
 
 def spacy_types(texts: Iterable[str], nlp) -> tuple[dict[str, str], Counter]:

@@ -23,9 +23,11 @@ import numpy as np
 
 from ..config import FastRPParams  # noqa: F401  (FastRP's defaults live in config)
 from ..kernels.csr import csr_from_pairs
-from ..kernels.fastrp import fastrp
+from ..kernels.fastrp import fastrp_into
 from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as_rows,
-                     l2_rows, segment_sum, write_json_object)
+                     l2_rows_inplace, segment_sum, write_json_object)
+
+PROJECTION_ROWS = 1 << 20  # random draws per block of fastrp_projection (bounded memory)
 
 
 # ------------------------------------------------------------ consolidated graph
@@ -35,10 +37,13 @@ def fastrp_projection(n: int, dim: int, seed: int = FastRPParams.seed, s: float 
     by default (at least 1)."""
     s = max(1.0, float(np.sqrt(n)) if s is None else float(s))
     rng = np.random.default_rng(seed)
-    u = rng.random((n, dim))
     out = np.zeros((n, dim))
-    out[u < 1 / (2 * s)] = np.sqrt(s)
-    out[u > 1 - 1 / (2 * s)] = -np.sqrt(s)
+    step = max(1, PROJECTION_ROWS // max(dim, 1))
+    for b in range(0, n, step):  # the generator fills row-major: the same draws as one call
+        u = rng.random((min(step, n - b), dim))
+        blk = out[b:b + u.shape[0]]
+        blk[u < 1 / (2 * s)] = np.sqrt(s)
+        blk[u > 1 - 1 / (2 * s)] = -np.sqrt(s)
     return out
 
 
@@ -115,6 +120,13 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
     """Apply a name grouping (``group_of(key) -> canonical key``, e.g.
     ``consolidate.MergeTable.group_of``) to the raw KG: one node per group, one edge
     per distinct node pair (duplicates merged), self-loops dropped (CodaRAG §3.2)."""
+    return _assemble(kg, ent_vec, rel_vec, group_of, frp or FastRPParams())
+
+
+def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams) -> CodaGraph:
+    """:func:`consolidate`. The FastRP rows are computed from the adjacency before the
+    vectors and texts exist (the same rows: FastRP reads the adjacency only), so its three
+    n x dim float64 matrices are not held beside them (docs/architecture.md §7)."""
     gid: dict[str, int] = {}
     raw_to_ent = np.empty(kg.n_entities, np.int64)
     for i, key in enumerate(kg.ent_key):
@@ -124,6 +136,19 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
     members: list[list[int]] = [[] for _ in range(n)]
     for i, g in enumerate(raw_to_ent):
         members[g].append(i)
+    # relations: remap, drop self-loops, dedupe by node pair (first seen), as arrays
+    rptr, ridx, rel_src, rel_tgt, rel_strength = _merged_relations(kg, raw_to_ent, n)
+    # adjacency: both directions of every relation, CSR by source (stable)
+    m = rel_src.shape[0]
+    rows = np.concatenate([rel_src, rel_tgt]).astype(np.int64)
+    pos = np.arange(2 * m, dtype=np.int64)
+    adj_ptr, order = csr_from_pairs(rows, pos, n)
+    order = order.astype(np.int64)
+    adj_nbr = np.concatenate([rel_tgt, rel_src])[order].astype(np.int32)
+    adj_rel = np.concatenate([np.arange(m), np.arange(m)])[order].astype(np.int32)
+    adj_w = rel_strength[adj_rel].astype(np.float64) if m else np.zeros(0)
+    del rows, pos, order
+    frp = fastrp_rows(n, adj_ptr, adj_nbr, adj_w, p)
     # entities: the member with most chunks names the node (ties: first seen)
     ent_key = list(gid)
     ent_name, ent_type, ent_desc, ent_chunks = [], [], [], []
@@ -139,25 +164,11 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
         ent_desc.append(" ".join(descs))
         ent_chunks.append(sorted({c for i in mem for c in kg.ent_chunks[i]}))
     mptr, midx = _csr_lists(members)
-    ev = l2_rows(segment_sum(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
-    # relations: remap, drop self-loops, dedupe by node pair
-    rindex: dict[tuple[int, int], int] = {}
-    rmembers: list[list[int]] = []
-    for j in range(kg.n_relations):
-        a, b = int(raw_to_ent[kg.rel_src[j]]), int(raw_to_ent[kg.rel_tgt[j]])
-        if a == b:
-            continue
-        pair = (min(a, b), max(a, b))
-        r = rindex.setdefault(pair, len(rindex))
-        if r == len(rmembers):
-            rmembers.append([])
-        rmembers[r].append(j)
-    pairs = list(rindex)
-    rel_src = np.array([p[0] for p in pairs], np.int32)
-    rel_tgt = np.array([p[1] for p in pairs], np.int32)
-    rel_strength = np.array([sum(kg.rel_strength[j] for j in m) for m in rmembers], np.float64)
-    rel_desc, rel_kw, rel_chunks = [], [], []
-    for m in rmembers:
+    ev = l2_rows_inplace(segment_sum(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
+    rel_desc, rel_kw, rcp, rcs = [], [], [0], []
+    rp, rx = rptr.tolist(), ridx.tolist()
+    for r in range(len(rp) - 1):
+        m = rx[rp[r]:rp[r + 1]]
         d: list[str] = []
         k: list[str] = []
         for j in m:
@@ -167,48 +178,70 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
                 add_unique(k, x)
         rel_desc.append(" ".join(d))
         rel_kw.append(", ".join(k))
-        rel_chunks.append(sorted({c for j in m for c in kg.rel_chunks[j]}))
-    rv = _merged_rows(as_rows(rel_vec), rmembers)
-    # adjacency: both directions of every relation, CSR by source (stable)
-    m = rel_src.shape[0]
-    rows = np.concatenate([rel_src, rel_tgt]).astype(np.int64)
-    pos = np.arange(2 * m, dtype=np.int64)
-    adj_ptr, order = csr_from_pairs(rows, pos, n)
-    order = order.astype(np.int64)
-    adj_nbr = np.concatenate([rel_tgt, rel_src])[order].astype(np.int32)
-    adj_rel = np.concatenate([np.arange(m), np.arange(m)])[order].astype(np.int32)
-    adj_w = rel_strength[adj_rel].astype(np.float64) if m else np.zeros(0)
+        rcs += sorted({c for j in m for c in kg.rel_chunks[j]})
+        rcp.append(len(rcs))
+    rcp, rcs = np.array(rcp, np.int64), np.array(rcs, np.int32)
+    ofm = as_rows(rel_vec).of[ridx].tolist()
+    rv = _merged_rows(as_rows(rel_vec), (tuple(ofm[a:b]) for a, b in zip(rp, rp[1:])))
+    del rp, rx, rptr, ridx, ofm
     ecp, ecs = _csr_lists(ent_chunks)
-    rcp, rcs = _csr_lists(rel_chunks)
-    g = CodaGraph(kg.n_chunks, ent_key, ent_name, ent_type, ent_desc, raw_to_ent, rel_src,
-                  rel_tgt, rel_strength, rel_desc, rel_kw, adj_ptr, adj_nbr, adj_rel, adj_w,
-                  ecp, ecs, rcp, rcs, ev, rv, np.zeros((n, 0), np.float32))
-    g.frp = fastrp_embed(g, frp or FastRPParams())
-    return g
+    return CodaGraph(kg.n_chunks, ent_key, ent_name, ent_type, ent_desc, raw_to_ent, rel_src,
+                     rel_tgt, rel_strength, rel_desc, rel_kw, adj_ptr, adj_nbr, adj_rel, adj_w,
+                     ecp, ecs, rcp, rcs, ev, rv, frp)
 
 
-def _merged_rows(raw: RowTable, members: list[list[int]]) -> RowTable:
-    """L2 sum of the member rows of each merged relation, computed once per distinct
-    tuple of member rows (the values a dense computation gives, row for row)."""
-    uniq, of = _unique_rows([tuple(int(raw.of[j]) for j in m) for m in members])
+def _merged_relations(kg: RawKG, raw_to_ent: np.ndarray, n: int):
+    """Relations of the grouped graph: raw relations remapped to their nodes, self-loops
+    dropped, one relation per node pair in first-seen order. Returns (member CSR ``ptr``,
+    raw relation ids ascending within each relation, src, tgt, summed strength: the sums
+    run over the members in order, as Python's ``sum`` did)."""
+    src = raw_to_ent[np.asarray(kg.rel_src, np.int64)]
+    tgt = raw_to_ent[np.asarray(kg.rel_tgt, np.int64)]
+    keep = np.flatnonzero(src != tgt)
+    lo, hi = np.minimum(src, tgt)[keep], np.maximum(src, tgt)[keep]
+    _, first, inv = np.unique(lo * max(n, 1) + hi, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # relation ids by first occurrence
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    rid = rank[inv.reshape(-1)]
+    ptr = np.zeros(order.size + 1, np.int64)
+    ptr[1:] = np.cumsum(np.bincount(rid, minlength=order.size))
+    members = keep[np.argsort(rid, kind="stable")]
+    strength = np.bincount(rid, weights=np.asarray(kg.rel_strength, np.float64)[keep],
+                           minlength=order.size).astype(np.float64)
+    return (ptr, members, lo[first[order]].astype(np.int32), hi[first[order]].astype(np.int32),
+            strength)
+
+
+def _merged_rows(raw: RowTable, member_rows) -> RowTable:
+    """L2 sum of the member rows of each merged relation (``member_rows``: a tuple of raw
+    row ids per relation), computed once per distinct tuple (the values a dense
+    computation gives, row for row)."""
+    uniq, of = _unique_rows(list(member_rows))
     if not uniq:
         return RowTable(np.zeros((0, raw.rep.shape[1]), np.float32), of)
     ptr, idx = _csr_lists(uniq)
-    return RowTable(l2_rows(segment_sum(ptr, idx, raw.rep)), of)
+    return RowTable(l2_rows_inplace(segment_sum(ptr, idx, raw.rep)), of)
 
 
 def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
     """L2-normalised FastRP rows of the consolidated graph (kernels/fastrp.py)."""
-    n = g.n_entities
+    return fastrp_rows(g.n_entities, g.adj_ptr, g.adj_nbr, g.adj_w, p)
+
+
+def fastrp_rows(n: int, adj_ptr: np.ndarray, adj_nbr: np.ndarray, adj_w: np.ndarray,
+                p: FastRPParams) -> np.ndarray:
+    """:func:`fastrp_embed` of the n-node adjacency CSR ``(adj_ptr, adj_nbr, adj_w)``."""
     if n == 0 or p.dim == 0:
         return np.zeros((n, p.dim), np.float32)
     proj = fastrp_projection(n, p.dim, p.seed)
-    deg = np.diff(g.adj_ptr).astype(np.float64)
+    deg = np.diff(adj_ptr).astype(np.float64)
     scale = np.where(deg > 0, np.power(np.maximum(deg, 1.0), p.beta), 0.0)
     proj *= scale[:, None]  # in place: the same products, no second n x dim copy
-    out = fastrp(g.adj_ptr, g.adj_nbr, g.adj_w, proj,
-                 np.asarray(p.iter_weights, np.float64), bool(p.normalize))
-    return l2_rows(out)
+    out = fastrp_into(adj_ptr, adj_nbr, adj_w, proj,
+                      np.asarray(p.iter_weights, np.float64), bool(p.normalize))
+    del proj  # overwritten by the kernel (its working matrix)
+    return l2_rows_inplace(out)
 
 
 # ------------------------------------------------------------------ persistence

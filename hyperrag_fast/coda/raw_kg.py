@@ -6,9 +6,9 @@ undirected relations (source, target, description, keywords, strength) with chun
 saved as is (:func:`save_raw`); the consolidated graph built from it at assembly time is
 :mod:`.graph`.
 
-Vectors: a raw entity's vector is L2(embed(name) + mean of its first ``MAX_PIECES``
-description vectors), a raw relation's the L2 mean of its first description vectors.
-Relation vectors are a :class:`RowTable`: one row per distinct description tuple (offline,
+Vectors (computed by :mod:`.kg_vectors`): a raw entity's vector is L2(embed(name) + mean
+of its first ``MAX_PIECES`` description vectors), a raw relation's the L2 mean of its first
+description vectors. Relation vectors are a :class:`RowTable`: one row per distinct description tuple (offline,
 most relations are one sentence: 29k distinct rows for 215k relations on 2Wiki).
 """
 from __future__ import annotations
@@ -28,7 +28,6 @@ from ..records import Extraction
 
 MAX_PIECES = 8
 DEFAULT_TYPE = "entity"
-EMBED_CALL = 8192  # texts per embed call of embed_known
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,79 @@ def add_unique(lst: list, item: str) -> None:
         lst.append(item)
 
 
+class _Tally:
+    """Per item, its most frequent value (ties: the one seen first, as ``Counter``), with a
+    Counter only for the items seen with two different values."""
+
+    def __init__(self) -> None:
+        self.first: list = []
+        self.count: list[int] = []
+        self.more: dict[int, Counter] = {}
+
+    def new(self) -> None:
+        self.first.append(None)
+        self.count.append(0)
+
+    def add(self, i: int, v) -> None:
+        c = self.more.get(i)
+        if c is not None:
+            c[v] += 1
+        elif self.first[i] is None or self.first[i] == v:
+            self.first[i], self.count[i] = v, self.count[i] + 1
+        else:
+            c = self.more[i] = Counter({self.first[i]: self.count[i]})
+            c[v] += 1
+
+    def top(self, i: int, default):
+        c = self.more.get(i)
+        if c is not None:
+            return c.most_common(1)[0][0]
+        return default if self.first[i] is None else self.first[i]
+
+
+class _Lists:
+    """Per item, a list built by :func:`add_unique` / :meth:`add_last`, held as its first
+    value and a list only for items with two or more: most of the 2Wiki graph's 215k
+    relations have one sentence, one chunk and no keywords, and the finished lists are
+    shared among equal ones (nothing changes them once the KG is built): ~60 MB of list
+    objects not made (docs/architecture.md §7)."""
+
+    def __init__(self) -> None:
+        self.first: list = []
+        self.more: dict[int, list] = {}
+
+    def add_unique(self, j: int, x: str) -> None:
+        if not x:
+            return
+        m = self.more.get(j)
+        if m is not None:
+            add_unique(m, x)
+        elif self.first[j] is None:
+            self.first[j] = x
+        elif self.first[j] != x:
+            self.more[j] = [self.first[j], x]
+
+    def add_last(self, j: int, c: int) -> None:
+        """Append ``c`` unless it is the last value (chunks arrive in order)."""
+        m = self.more.get(j)
+        if m is not None:
+            if m[-1] != c:
+                m.append(c)
+        elif self.first[j] is None:
+            self.first[j] = c
+        elif self.first[j] != c:
+            self.more[j] = [self.first[j], c]
+
+    def lists(self) -> list[list]:
+        shared: dict[tuple, list] = {}
+        out = []
+        for j, f in enumerate(self.first):
+            m = self.more.get(j)
+            key = tuple(m) if m is not None else (() if f is None else (f,))
+            out.append(shared.setdefault(key, m if m is not None else list(key)))
+        return out
+
+
 @dataclass
 class RawKG:
     """Entities and relations aggregated over chunks by normalised name (no merging yet).
@@ -106,9 +178,9 @@ class RawKG:
     def from_chunk_kgs(cls, kgs: Sequence[ChunkKG]) -> "RawKG":
         kg = cls(len(kgs))
         index: dict[str, int] = {}
-        names: list[Counter] = []
-        types: list[Counter] = []
+        names, types = _Tally(), _Tally()
         rindex: dict[tuple[int, int], int] = {}
+        rdesc, rkw, rchunks = _Lists(), _Lists(), _Lists()
 
         def entity(name: str, typ: str | None, desc: str, c: int) -> int | None:
             key = normalize_name(name)
@@ -120,11 +192,11 @@ class RawKG:
                 kg.ent_key.append(key)
                 kg.ent_desc.append([])
                 kg.ent_chunks.append([])
-                names.append(Counter())
-                types.append(Counter())
-            names[i][name.strip()] += 1
+                names.new()
+                types.new()
+            names.add(i, name.strip())
             if typ:
-                types[i][typ] += 1
+                types.add(i, typ)
             add_unique(kg.ent_desc[i], desc.strip())
             if not kg.ent_chunks[i] or kg.ent_chunks[i][-1] != c:
                 kg.ent_chunks[i].append(c)
@@ -146,17 +218,17 @@ class RawKG:
                     j = rindex[pair] = len(kg.rel_src)
                     kg.rel_src.append(pair[0])
                     kg.rel_tgt.append(pair[1])
-                    kg.rel_desc.append([])
-                    kg.rel_kw.append([])
                     kg.rel_strength.append(0.0)
-                    kg.rel_chunks.append([])
-                add_unique(kg.rel_desc[j], desc.strip())
-                add_unique(kg.rel_kw[j], kw.strip())
+                    for x in (rdesc, rkw, rchunks):
+                        x.first.append(None)
+                rdesc.add_unique(j, desc.strip())
+                rkw.add_unique(j, kw.strip())
                 kg.rel_strength[j] += float(strength)
-                if not kg.rel_chunks[j] or kg.rel_chunks[j][-1] != c:
-                    kg.rel_chunks[j].append(c)
-        kg.ent_name = [n.most_common(1)[0][0] for n in names]
-        kg.ent_type = [t.most_common(1)[0][0] if t else DEFAULT_TYPE for t in types]
+                rchunks.add_last(j, c)
+        del rindex
+        kg.ent_name = [names.top(i, "") for i in range(len(kg.ent_key))]
+        kg.ent_type = [types.top(i, DEFAULT_TYPE) for i in range(len(kg.ent_key))]
+        kg.rel_desc, kg.rel_kw, kg.rel_chunks = rdesc.lists(), rkw.lists(), rchunks.lists()
         return kg
 
     @property
@@ -218,51 +290,19 @@ def as_rows(m) -> RowTable:
     return m if isinstance(m, RowTable) else RowTable.dense_rows(m)
 
 
-def embed_known(texts: Sequence[str], embedder: Embedder | None,
-                known: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(vectors, found mask): texts in ``known`` are looked up, the rest embedded once
-    (when an embedder is given; else their rows are zero and the mask False), in calls of
-    ``EMBED_CALL`` texts (an ONNX encoder sorts a call by length: short names pad less;
-    MiniLM 8,192 names 970/s vs 740/s in calls of 256, same vectors)."""
-    todo = [t for t in dict.fromkeys(texts) if t not in known]
-    if todo and embedder is not None:
-        for part, vecs in _embed_calls(embedder, todo):
-            known.update(zip(part, np.asarray(vecs, dtype=np.float32)))
-    out = np.zeros((len(texts), dim), np.float32)
-    mask = np.zeros(len(texts), bool)
-    for i, t in enumerate(texts):
-        v = known.get(t)
-        if v is not None:
-            out[i] = v
-            mask[i] = True
-    return out, mask
-
-
-def _embed_calls(embedder: Embedder, texts: list[str]):
-    """(part, vectors) per call of at most ``EMBED_CALL`` texts. An encoder that can run
-    with one intra-op thread (``with_threads``, the ONNX encoders) is called from one
-    thread per core, each call single-threaded: short texts such as names keep a core
-    busier that way (2 cores: MiniLM 1,350 vs 1,000-1,250 names/s, bge-small, whose batch
-    is one text, 650-760 vs 310/s); every row is a function of its own text, so the
-    vectors are the same (docs/architecture.md §7)."""
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    threaded = workers > 1 and hasattr(embedder, "with_threads") and len(texts) > 256
-    size = min(EMBED_CALL, -(-len(texts) // (4 * workers))) if threaded else EMBED_CALL
-    parts = [texts[b:b + size] for b in range(0, len(texts), size)]
-    if not threaded:
-        for part in parts:
-            yield part, embedder.embed(part)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-    one = embedder.with_threads(1)
-    with ThreadPoolExecutor(workers) as pool:
-        yield from zip(parts, pool.map(one.embed, parts))
-
-
 def l2_rows(x: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(x, axis=1, keepdims=True)
     n[n == 0] = 1.0
     return np.ascontiguousarray(x / n, dtype=np.float32)
+
+
+def l2_rows_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`l2_rows` of a matrix the caller gives up: divided in place (the same
+    quotients), then cast to float32 (no copy when it is float32 already)."""
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    np.divide(x, n, out=x)
+    return np.ascontiguousarray(x.astype(np.float32, copy=False))
 
 
 def segment_sum(ptr: np.ndarray, idx: np.ndarray, vecs: np.ndarray) -> np.ndarray:
@@ -280,33 +320,6 @@ def _unique_rows(keys: Sequence[tuple]) -> tuple[list[tuple], np.ndarray]:
     ids: dict[tuple, int] = {}
     of = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int32, count=len(keys))
     return list(ids), of
-
-
-def piece_means(descs: Sequence[Sequence[str]], embedder: Embedder | None,
-                known: dict[str, np.ndarray], dim: int) -> RowTable:
-    """L2 mean of each item's first ``MAX_PIECES`` description vectors, computed once per
-    distinct description tuple (row values as if computed for every item)."""
-    uniq, of = _unique_rows([tuple(d[:MAX_PIECES]) for d in descs])
-    ptr, pieces = [0], []
-    for t in uniq:
-        pieces += t
-        ptr.append(len(pieces))
-    pv, _ = embed_known(pieces, embedder, known, dim)
-    return RowTable(l2_rows(segment_sum(np.asarray(ptr), np.arange(len(pieces)), pv)), of)
-
-
-def raw_vectors(kg: RawKG, embedder: Embedder | None, known: dict[str, np.ndarray],
-                dim: int) -> tuple[np.ndarray, RowTable]:
-    """Raw entity vectors and relation vectors (a :class:`RowTable`; see the module
-    docstring). Pieces already in ``known`` (e.g. the index's sentence vectors) are not
-    re-embedded; each distinct entity name is embedded once."""
-    ent = np.asarray(piece_means(kg.ent_desc, embedder, known, dim))
-    nv, found = embed_known(kg.ent_name, embedder, known, dim)
-    nv[~found] = 0.0
-    ent += nv  # in place: the same values as ent + where(found, nv, 0), no temporaries
-    del nv
-    ent = l2_rows(ent)
-    return ent, piece_means(kg.rel_desc, embedder, known, dim)
 
 
 # ------------------------------------------------------------------ persistence

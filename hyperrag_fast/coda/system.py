@@ -19,11 +19,13 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..indexing.hypergraph import build_hypergraph
+from ..mmaps import trim_heap
 from .consolidate import (MergeJudge, MergeTable, alias_pairs, consolidated_group_of,
                           merge_entities, record_types, spacy_types)
 from .graph import GRAPH_DIR, BASE_DIR, CodaGraph, FastRPParams, consolidate, save_graph
+from .kg_vectors import raw_vectors
 from .raw_kg import (ChunkKG, RawKG, RowTable, chunk_kgs_from_extractions, load_raw,
-                     raw_vectors, save_raw)
+                     save_raw)
 
 MERGE_FILE = "merge_table.json"
 
@@ -73,9 +75,12 @@ class CodaSystem:
         save_graph(d / GRAPH_DIR, self.graph)
         if release:
             self.graph = None
+            trim_heap()  # what the graph held goes back before the next one is assembled
         base = self._base or consolidate(self.raw, self.raw_ent_vec, self.raw_rel_vec, None,
                                          self.frp)
         save_graph(d / BASE_DIR, base)  # not kept: memory
+        del base
+        trim_heap()
         return d
 
 
@@ -158,6 +163,7 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     clock("raw_kg")
     emb = embedder or index.embedder
     ev, rv = raw_vectors(raw, emb, known_vectors(index), index.embedder_dim)
+    trim_heap()  # the lookup table and the embed calls' buffers are gone
     clock("vectors")
     found = alias_pairs(c.text for c in index.chunks) if aliases else None
     table = merge_entities(raw, ev, judge, gate, high_gate, k_candidates, found)
@@ -207,7 +213,7 @@ def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None 
         nv, reused = index.node_vec, True
     else:
         reused = False
-        from .raw_kg import embed_known
+        from .kg_vectors import embed_known
         emb = embedder or index.embedder
         nv, found = embed_known(g.node_desc, emb, known_vectors(index), index.embedder_dim)
         if not found.all():

@@ -154,7 +154,10 @@ class OnnxEncoder:
         self.__init__(**args)
 
     def with_threads(self, intra_op_threads: int) -> "OnnxEncoder":
-        """The same embedder with another intra-op thread count (e.g. one per Dask worker)."""
+        """The same embedder with another intra-op thread count (e.g. one per Dask worker);
+        itself when it runs that many already (no second session)."""
+        if intra_op_threads == self._args["intra_op_threads"]:
+            return self
         return type(self)(**{**self._args, "intra_op_threads": intra_op_threads})
 
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
