@@ -19,7 +19,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of, EXACT_CODES_MIN_ROWS,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, BRIDGE_TITLE_SOURCES, FastRPParams,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, BRIDGE_TITLE_SOURCES, GRAPH_MIXES, FastRPParams,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
@@ -46,7 +46,8 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
                      hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
                      hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0,
-                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0, rank_links=())
+                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0, rank_links=(),
+                     graph_mix="off")
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -176,6 +177,14 @@ class HybridOptions:
     "bridge_title" = a chunk whose page's title is a bridge name of one of the first round's
     :data:`BRIDGE_TITLE_SOURCES` top chunks, "bridge_title_words" = the same when title and
     name contain one another as whole words (``lexical.GroupLookup.bridge_titles``).
+    graph_mix (ours, issue 21 "a graph stage that never costs recall"; docs/architecture.md
+    §5, "Graph floor"): the ranker's graph columns (PPR share and rank) become
+    g x graph + (1 - g) x prior (share and rank) with a per-query g in [0, 1]:
+    "prior_flat" g = 1 - max I / sum I (a prior on one chunk keeps its order),
+    "ppr_focus" g = min(1, (max pi / sum pi) / (max I / sum I)) (a graph that spreads the
+    prior's mass is not trusted), "prior_only" g = 0; "off" = the columns as they are.
+    With g = 0 the final score is the ranker's on the prior alone
+    (``offpreset.graph_mixed``).
 
     Off in both presets (issue 21): title_max > 0, a chunk whose page already has
     ``title_max`` chunks ranked above it moves after every chunk that does not (order kept
@@ -218,6 +227,7 @@ class HybridOptions:
     hop_query_bm25: int = 0
     hop_query_weight: float = 0.0
     rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
+    graph_mix: str = "off"
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -233,6 +243,7 @@ class HybridOptions:
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
+        _one_of("graph_mix", self.graph_mix, GRAPH_MIXES)
         if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
             raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
         if self.seeds not in SEED_MODES:
