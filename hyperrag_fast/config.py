@@ -209,8 +209,8 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -2.409575, -6.675812, 12.622312, 9.598483, 1.653133, 1.66373, 3.201351, -5.956902,
-        0.614028, 2.276654, 3.693154, 2.170269)
+        -2.350074, 2.165362, 2.165362, 5.774623, 5.774623, 1.500549, 2.730136, -4.554024,
+        0.481292, 1.459873, 4.013762, 2.404447)
     title_top: int = 0
     graph_gate: bool = False
     hop_idf: float = 0.0
@@ -227,7 +227,7 @@ class HybridOptions:
     hop_query_bm25: int = 0
     hop_query_weight: float = 0.0
     rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
-    graph_mix: str = "off"
+    graph_mix: str = "prior_only"
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -322,7 +322,13 @@ PAPER_HYBRID = HybridOptions.paper()
 #: delta .8 -> .85, the calibrated final ranking (``rank_weights``), the first hop's bridge
 #: names (``hop_bridge`` 1); then (session 13) the ranker's bridge-title columns
 #: (``rank_links``, weights retrained on the three families; tuning file
-#: ``benchmarks/experiments/results/quality_grid/rank_links_minilm.json``).
+#: ``benchmarks/experiments/results/quality_grid/rank_links_minilm.json``); then (session 14)
+#: the ranker's graph columns replaced by the prior's (``graph_mix="prior_only"``: PPR picks
+#: the first hop's sources, the final score is the ranker's on the prior) and the ranker
+#: retrained with a stronger L2 (C = 0.01), chosen by ``benchmarks/quality_grid.py`` on a
+#: 16-point grid (delta, title_chunks, hop_bridge, graph_mix) by the worst family's lift
+#: (tuning file ``benchmarks/experiments/results/quality_grid/quality_grid_minilm.json``;
+#: the mix modes and L2 strengths replayed in ``graph_floor.json``).
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
@@ -387,12 +393,14 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: (the same search and rule as MiniLM's): delta .75, the named-title term 1, the first
 #: hop's bridge names (``hop_bridge`` 3), PPR on (d .2); then (session 13) the bridge-title
 #: columns, the ranker retrained on the three families (tuning file
-#: ``benchmarks/experiments/results/quality_grid/rank_links_bge.json``).
+#: ``benchmarks/experiments/results/quality_grid/rank_links_bge.json``); then (session 14) the
+#: same 16-point grid and rule as MiniLM's (``quality_grid_bge.json``): delta .85, the
+#: named-title term 1, ``hop_bridge`` 1, ``graph_mix="prior_only"``, the ranker at C = 0.01.
 TUNED_BGE = QueryOptions(
-    stitch=TUNED_STITCH.replace(delta=0.75),
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, hop_bridge=3.0, rank_weights=(
-        -1.332586, -5.708851, 9.602371, 3.02706, 3.120608, 2.598957, 9.761233, -1.671168,
-        0.915998, 1.533557, 4.393444, 1.950453)))
+    stitch=TUNED_STITCH,
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(
+        -1.309444, 2.11148, 2.11148, 4.861328, 4.861328, 2.36584, 9.663876, -3.22527,
+        0.690788, -0.95929, 3.978223, 1.926898)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))
