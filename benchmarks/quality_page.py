@@ -171,6 +171,20 @@ def lofo_section() -> list[str]:
             out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
                        f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
                        f"{x['own_best']['recall@5']:.3f} | {gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+    bias = g.get("leave_one_family_out_cross_validated", {})
+    if bias:
+        out += ["", "How much of each gap is the own-tuned best's in-sample optimism "
+                    "(`experiments/lofo_bias.py`: the family's questions split in halves, the grid "
+                    "point and the ranker chosen on one half and scored on the other, repeated; the "
+                    "gap's paired standard error over questions; R@5):", "",
+                "| family | embedder | chosen on the other two | own best, in-sample | own best, "
+                "cross-validated | gap to the cross-validated own best |", "|---|---|---|---|---|---|"]
+        for emb, x in bias.items():
+            for fam in [f for f in x if isinstance(x[f], dict) and "transfer_recall@5" in x[f]]:
+                r = x[fam]
+                out.append(f"| {fam} | {emb} | {r['transfer_recall@5']:.3f} | {r['own_in_sample_recall@5']:.3f} | "
+                           f"{r['own_cross_validated_recall@5']:.3f} | {r['gap_cross_validated']:+.3f} ± "
+                           f"{r['gap_cross_validated_se']:.3f}{' (over 2 points)' if r['gap_cross_validated'] > 0.02 else ''} |")
     ranker = g.get("ranker_leave_one_family_out", {})
     if ranker:
         out += ["", "The ranker stage alone leave-one-family-out (the preset upstream of the ranker "
@@ -223,6 +237,38 @@ def link_columns(links: dict) -> list[str]:
             out.append(f"| {name}{' (shipped)' if r.get('shipped') else ''} | " + " | ".join(
                 f"{r['in_sample'][f]['recall']['5']:.3f} / {r['lofo'][f]['recall']['5']:.3f}" for f in fams)
                 + f" | {r['worst_lift_in_sample']:+.4f} / {r['worst_lift_lofo']:+.4f} |")
+        out.append("")
+    return out
+
+
+def graph_floor() -> list[str]:
+    """The graph floor (``HybridOptions.graph_mix``), the "title_best" column and the ranker's
+    L2 strength replayed at each preset's upstream, from ``graph_floor.json``."""
+    p = Path("benchmarks/experiments/results/quality_grid/graph_floor.json")
+    if not p.exists():
+        return []
+    d = json.loads(p.read_text())
+    out = ["## The graph floor, replayed (R@5)", "",
+           f"`{d['command']}` (commit {d['git_commit'][:10]}; features collected by "
+           + ", ".join(f"`{c['command']}` at {c['git_commit'][:10]}" for c in d["collected"].values())
+           + "). The upstream of each embedder's preset fixed; the ranker trained on the three "
+             "families (in-sample) or on the other two (out); `no_ppr` = the same weights on the "
+             "`ppr=\"none\"` features. Cells: in-sample / out / no_ppr; worst lift = the worst "
+             "family's lift over dense (objective mean R@2/5/8) in-sample / out; ≥ = `stitch` >= "
+             "`no_ppr` on every family; * = the row the rule (best worst lift in-sample within "
+             f"{d['min_gain']}, then out of sample) picks.", ""]
+    for emb, x in d["embedders"].items():
+        fams = list(x["rows"][0]["families"])
+        out += [f"{emb}:", "", "| graph_mix | C | extra columns | " + " | ".join(fams) + " | worst lift | ≥ |",
+                "|---" * (len(fams) + 5) + "|"]
+        for r in x["rows"]:
+            cells = " | ".join(f"{r['families'][f]['in_sample']['recall']['5']:.3f} / "
+                               f"{r['families'][f]['lofo']['recall']['5']:.3f} / "
+                               f"{r['families'][f]['no_ppr_same_weights']['recall']['5']:.3f}" for f in fams)
+            extra = ", ".join(c for c in r["columns"] if c not in ("bridge_title", "bridge_title_words"))
+            out.append(f"| {r['graph_mix']}{' *' if r.get('chosen') else ''} | {r['c']} | {extra or '-'} | "
+                       f"{cells} | {r['worst_lift_in_sample']:+.4f} / {r['worst_lift_lofo']:+.4f} | "
+                       f"{'≥' if r['stitch_ge_no_ppr_everywhere'] else ''} |")
         out.append("")
     return out
 
@@ -302,6 +348,7 @@ def main() -> None:
         lines += table(bdev, "2WikiMultiHopQA dev with bge-small", types=TYPES_2WIKI)
     lines += families_grid()
     lines += lofo_section()
+    lines += graph_floor()
     sets = [(label, res) for label, res in (
         ("2Wiki test (MiniLM)", test), ("2Wiki dev (MiniLM)", dev), ("HotpotQA (MiniLM)", hot),
         ("MuSiQue dev (MiniLM)", load("musique_dev_all")),

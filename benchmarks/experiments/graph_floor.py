@@ -16,10 +16,10 @@ The upstream of the ranker is each embedder's preset (``config.PRESETS``), every
 ranker is trained on the three dev families (in-sample) and on two (leave-one-family-out,
 scored on the third); ``no_ppr`` is scored with the same weights on the ``ppr="none"``
 features (what ``python -m hyperrag_fast.eval --methods no_ppr`` runs under that preset).
-The rule: per embedder, the best worst-family lift over dense (objective mean R@2/5/8,
-ranker trained on two families: out of sample), ties within ``--min-gain`` broken by
-in-sample worst lift; the rows where ``stitch`` >= ``no_ppr`` at R@5 on every family are
-marked.
+The rule (``quality_grid.py``'s): per embedder, the best worst-family lift over dense
+(objective mean R@2/5/8, ranker trained on the three families), ties within ``--min-gain``
+broken by the worst lift with the ranker trained on the other two; the rows where
+``stitch`` >= ``no_ppr`` at R@5 on every family are marked.
 """
 from __future__ import annotations
 
@@ -128,9 +128,9 @@ def do_analyse(a) -> int:
                          for k, d in dumps.items()}, "embedders": {}}
     for emb, d in dumps.items():
         rows = [row(d, names, mix, c) for label, names in SETS.items() for mix in GRAPH_MIXES for c in CS]
-        top = max(r["worst_lift_lofo"] for r in rows)
-        near = [r for r in rows if r["worst_lift_lofo"] >= top - a.min_gain]
-        best = max(near, key=lambda r: (r["worst_lift_in_sample"], r["worst_lift_lofo"]))
+        top = max(r["worst_lift_in_sample"] for r in rows)
+        near = [r for r in rows if r["worst_lift_in_sample"] >= top - a.min_gain]
+        best = max(near, key=lambda r: (r["worst_lift_lofo"], r["worst_lift_in_sample"]))
         best["chosen"] = True
         out["embedders"][emb] = {"rows": rows}
         for r in rows:
