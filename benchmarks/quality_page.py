@@ -146,6 +146,18 @@ def families_grid() -> list[str]:
     return out + [""]
 
 
+def _per_family(section: dict, key: str):
+    """(embedder, family, row) of a ``generalization.json`` section keyed by embedder, the
+    families being the entries that hold ``key``."""
+    for emb, x in section.items():
+        for fam in [f for f in x if isinstance(x[f], dict) and key in x[f]]:
+            yield emb, fam, x[fam]
+
+
+def _gap(v: float) -> str:
+    return f"{v:+.3f}{' (over 2 points)' if v > 0.02 else ''}"
+
+
 def lofo_section() -> list[str]:
     """In-sample (the shipped preset, chosen on all three families) beside
     leave-one-family-out (chosen on the other two), from ``generalization.json``."""
@@ -170,7 +182,7 @@ def lofo_section() -> list[str]:
             gap = x["own_best"]["recall@5"] - x["stitch"]["recall@5"]
             out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
                        f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
-                       f"{x['own_best']['recall@5']:.3f} | {gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+                       f"{x['own_best']['recall@5']:.3f} | {_gap(gap)} |")
     bias = g.get("leave_one_family_out_cross_validated", {})
     if bias:
         out += ["", "How much of each gap is the own-tuned best's in-sample optimism "
@@ -179,25 +191,21 @@ def lofo_section() -> list[str]:
                     "gap's paired standard error over questions; R@5):", "",
                 "| family | embedder | chosen on the other two | own best, in-sample | own best, "
                 "cross-validated | gap to the cross-validated own best |", "|---|---|---|---|---|---|"]
-        for emb, x in bias.items():
-            for fam in [f for f in x if isinstance(x[f], dict) and "transfer_recall@5" in x[f]]:
-                r = x[fam]
-                out.append(f"| {fam} | {emb} | {r['transfer_recall@5']:.3f} | {r['own_in_sample_recall@5']:.3f} | "
-                           f"{r['own_cross_validated_recall@5']:.3f} | {r['gap_cross_validated']:+.3f} ± "
-                           f"{r['gap_cross_validated_se']:.3f}{' (over 2 points)' if r['gap_cross_validated'] > 0.02 else ''} |")
+        for emb, fam, r in _per_family(bias, "transfer_recall@5"):
+            out.append(f"| {fam} | {emb} | {r['transfer_recall@5']:.3f} | {r['own_in_sample_recall@5']:.3f} | "
+                       f"{r['own_cross_validated_recall@5']:.3f} | {_gap(r['gap_cross_validated'])} "
+                       f"(± {r['gap_cross_validated_se']:.3f}) |")
     ranker = g.get("ranker_leave_one_family_out", {})
     if ranker:
         out += ["", "The ranker stage alone leave-one-family-out (the preset upstream of the ranker "
                     "fixed; weights trained on the other two families, `train_ranker.py`; R@5):", "",
                 "| family | embedder | no ranker | ranker trained on all three (in-sample) | "
                 "ranker trained on the other two | gap |", "|---|---|---|---|---|---|"]
-        for emb, x in ranker.items():
-            for fam in [f for f in x if isinstance(x[f], dict) and "no_ranker" in x[f]]:
-                r = x[fam]
-                gap = r["trained_on_all"]["recall@5"] - r["trained_on_others"]["recall@5"]
-                out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
-                           f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
-                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+        for emb, fam, r in _per_family(ranker, "no_ranker"):
+            gap = r["trained_on_all"]["recall@5"] - r["trained_on_others"]["recall@5"]
+            out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
+                       f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
+                       f"{_gap(gap)} |")
     links = g.get("rank_links_leave_one_family_out", {})
     if links:
         cols = ", ".join(f"`{c}`" for c in next(iter(links.values()))["columns"])
@@ -207,14 +215,11 @@ def lofo_section() -> list[str]:
                     "columns; ranked from each question's C_q features as the query path ranks (R@5):", "",
                 "| family | embedder | without, in-sample | without, trained on the other two | "
                 "with, in-sample | with, trained on the other two | gap |", "|---|---|---|---|---|---|---|"]
-        for emb, x in links.items():
-            for fam in [f for f in x if isinstance(x[f], dict) and "in_sample" in x[f]]:
-                r = x[fam]
-                gap = r["in_sample"]["recall@5"] - r["trained_on_others"]["recall@5"]
-                out.append(f"| {fam} | {emb} | {r['without_links_in_sample']['recall@5']:.3f} | "
-                           f"{r['without_links_trained_on_others']['recall@5']:.3f} | "
-                           f"{r['in_sample']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
-                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+        for emb, fam, r in _per_family(links, "in_sample"):
+            gap = r["in_sample"]["recall@5"] - r["trained_on_others"]["recall@5"]
+            out.append(f"| {fam} | {emb} | {r['without_links_in_sample']['recall@5']:.3f} | "
+                       f"{r['without_links_trained_on_others']['recall@5']:.3f} | "
+                       f"{r['in_sample']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | {_gap(gap)} |")
     return out + [""] + link_columns(links)
 
 
