@@ -57,6 +57,11 @@ def main() -> None:
     ap.add_argument("--rank-links", action="append", default=[],
                     help="experiments/rank_links.py output (.json), one per embedder: the ranker "
                          "with and without its rank_links columns, in-sample and trained on two")
+    ap.add_argument("--lofo-bias", action="append", default=[],
+                    help="experiments/lofo_bias.py output (.json), one per embedder: the own-tuned "
+                         "best cross-validated within the family beside the transfer")
+    ap.add_argument("--graph-floor", default=None,
+                    help="experiments/graph_floor.py analyse output (.json): stitch vs no_ppr per row")
     ap.add_argument("--out", default="generalization.json")
     a = ap.parse_args()
     searches = [json.loads(Path(p).read_text()) for p in a.search]
@@ -121,6 +126,28 @@ def main() -> None:
                    "in_sample": _rec(rows["shipped"]["in_sample"][f]),
                    "trained_on_others": _rec(rows["shipped"]["lofo"][f])}
                for f in rows["shipped"]["in_sample"]}}
+    bias = {}
+    for p in a.lofo_bias:
+        x = json.loads(Path(p).read_text())
+        keep = ("n_questions", "dense_recall@5", "transfer_recall@5", "own_in_sample_recall@5",
+                "own_cross_validated_recall@5", "gap_in_sample", "optimism", "gap_cross_validated",
+                "gap_cross_validated_se")
+        bias[SHORT.get(x["embedder"], x["embedder"])] = {
+            "file": p, "command": x["command"], "git_commit": x["git_commit"],
+            "axes": x.get("axes"), "c": x.get("c"), "repeats": x["repeats"],
+            **{f: {k: r[k] for k in keep if k in r} for f, r in x["families"].items()}}
+    floor = {}
+    if a.graph_floor:
+        x = json.loads(Path(a.graph_floor).read_text())
+        floor = {"file": a.graph_floor, "command": x["command"], "git_commit": x["git_commit"],
+                 **{SHORT.get(e, e): [{k: r[k] for k in ("graph_mix", "c", "columns", "worst_lift_in_sample",
+                                                        "worst_lift_lofo", "stitch_ge_no_ppr_everywhere")}
+                                     | {"chosen": bool(r.get("chosen"))} | {f: {
+                                         "in_sample_recall@5": v["in_sample"]["recall"]["5"],
+                                         "lofo_recall@5": v["lofo"]["recall"]["5"],
+                                         "no_ppr_recall@5": v["no_ppr_same_weights"]["recall"]["5"]}
+                                         for f, v in r["families"].items()} for r in e_rows["rows"]]
+                    for e, e_rows in x["embedders"].items()}}
     src = [{"file": p, "command": x["command"], "git_commit": x["git_commit"],
             "git_dirty": x["git_dirty"], "embedder": x["embedder"]} for p, x in zip(a.search, searches)]
     out = {"embedder": s["embedder"], "tuned_on": tuned_on, "shipped_default": shipped,
@@ -135,6 +162,7 @@ def main() -> None:
                + (" with the ranker of that commit; the shipped column is the eval's current preset "
                   "(the result files)" if a.results else "")),
            "ranker_leave_one_family_out": ranker, "rank_links_leave_one_family_out": links,
+           "leave_one_family_out_cross_validated": bias, "graph_floor": floor,
            "per_embedder": per_embedder,
            "selected_now_is_shipped": same,
            "objective": s["objective"], "selection": s["selection"],

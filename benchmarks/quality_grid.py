@@ -69,7 +69,7 @@ ABLATIONS = [
     ("+title max 2", {"title_max": 2}),
     ("title top 1", {"title_top": 1}),
 ]
-HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr",
+HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr", "graph_mix",
                "hop_bridge_chunks"}
 
 
@@ -79,11 +79,11 @@ def changed(o: QueryOptions, changes: dict) -> QueryOptions:
     return o
 
 
-def grid() -> list[tuple[dict, QueryOptions]]:
-    out = []
-    for vals in itertools.product(*(v for _, v in AXES)):
-        o, s = BASE, {}
-        for (name, _), v in zip(AXES, vals):
+def grid(axes=None, base: QueryOptions | None = None) -> list[tuple[dict, QueryOptions]]:
+    axes, out = AXES if axes is None else axes, []
+    for vals in itertools.product(*(v for _, v in axes)):
+        o, s = BASE if base is None else base, {}
+        for (name, _), v in zip(axes, vals):
             o, s[name] = changed(o, {name: v}), v
         out.append((s, o))
     return out
@@ -142,12 +142,13 @@ def offline(part, golds, w) -> dict:
     return {"recall": r, "objective": round(sum(r.values()) / len(KS), 4)}
 
 
-def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_gain: float):
+def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_gain: float,
+           c: float = 1.0):
     """The procedure (module docstring) on the families ``F``: (chosen options, per-setting
-    table)."""
+    table); ``c``: the ranker's inverse L2 strength."""
     table = []
     for s, o in settings:
-        w = fit([feats.get(o, f) for f in F])
+        w = fit([feats.get(o, f) for f in F], c=c)
         sc = {f: offline(feats.get(o, f), benches[f].golds, w) for f in F}
         lifts = [sc[f]["objective"] - dense[f]["objective"] for f in F]
         table.append({"setting": s, "weights": list(w), "scores": sc,
@@ -168,8 +169,19 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=None)
     p.add_argument("--features-cache", default=None, help="directory of collected features")
     p.add_argument("--min-gain", type=float, default=0.005, help="the noise guard (objective)")
+    p.add_argument("--axis", action="append", default=[],
+                   help="NAME=JSON list: the grid's axes in place of AXES (session 14: fewer knobs)")
+    p.add_argument("--hybrid", action="append", default=[],
+                   help="NAME=JSON: a HybridOptions field of every grid point (e.g. graph_mix)")
+    p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
+    p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
     a = p.parse_args(argv)
+    global AXES
+    if a.axis:
+        AXES = tuple((n, tuple(json.loads(v))) for n, v in (x.split("=", 1) for x in a.axis))
+    fixed = {n: json.loads(v) for n, v in (x.split("=", 1) for x in a.hybrid)}
+    fixed = {n: tuple(v) if isinstance(v, list) else v for n, v in fixed.items()}
     index = dict(x.split("=", 1) for x in a.index)
     emb = make_embedder(a.embedder)
     commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain"))
@@ -178,15 +190,15 @@ def main(argv=None) -> int:
     test = Bench("2wikimultihopqa", "test", index["2wikimultihopqa"], emb, a.cache_dir, a.data_dir)
     fams = tuple(benches)
     dense = {f: b.score(replace(TUNED, method="dense")) for f, b in benches.items()}
-    settings = grid()
+    settings = grid(base=replace(BASE, hybrid=replace(BASE.hybrid, **fixed)))
     feats = Features(benches, a.features_cache)
-    chosen, ci, table = choose(fams, settings, feats, benches, dense, a.min_gain)
+    chosen, ci, table = choose(fams, settings, feats, benches, dense, a.min_gain, a.c)
     path = lambda o, f: benches[f].score(o)  # noqa: E731  (through the query path)
     lofo = {}
     for held in fams:
         rest = tuple(f for f in fams if f != held)
-        o_rest, i_rest, t_rest = choose(rest, settings, feats, benches, dense, a.min_gain)
-        o_own, i_own, t_own = choose((held,), settings, feats, benches, dense, a.min_gain)
+        o_rest, i_rest, t_rest = choose(rest, settings, feats, benches, dense, a.min_gain, a.c)
+        o_own, i_own, t_own = choose((held,), settings, feats, benches, dense, a.min_gain, a.c)
         lofo[held] = {"chosen_on": list(rest), "setting": settings[i_rest][0],
                       "query_options": plain(o_rest), "stitch": path(o_rest, held),
                       "dense": dense[held], "own_best": path(o_own, held),
@@ -199,11 +211,11 @@ def main(argv=None) -> int:
                       "table_on_rest": t_rest}
     ablations = []
     up = replace(chosen, hybrid=replace(chosen.hybrid, rank_weights=()))
-    for label, ch in ABLATIONS:
+    for label, ch in ([] if a.no_ablations else ABLATIONS):
         o = changed(chosen if "rank_weights" in ch else up, ch)
         if "rank_weights" not in ch:
             o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit([feats.get(
-                replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams])))
+                replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams], c=a.c)))
         if plain(o) == plain(chosen):
             continue  # already the selected setting
         row = {"label": label, **{f: path(o, f) for f in fams}}
@@ -217,10 +229,11 @@ def main(argv=None) -> int:
            "machine": machine_info(), "git_commit": commit, "git_dirty": dirty,
            "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
            "selection": "a fixed grid (" + ", ".join(f"{n} {list(v)}" for n, v in AXES) + "), the "
-                        "ranker retrained per setting on the choosing families; the setting of "
+                        f"ranker (L2 C={a.c}) retrained per setting on the choosing families; the setting of "
                         f"the best worst-family lift over dense (ties within {a.min_gain}: the "
                         "larger mean lift); families " + str(list(fams)),
-           "axes": {n: list(v) for n, v in AXES}, "families": list(fams),
+           "axes": {n: list(v) for n, v in AXES}, "families": list(fams), "c": a.c,
+           "fixed_hybrid": {n: list(v) if isinstance(v, tuple) else v for n, v in fixed.items()},
            "dense": {**dense, "2wiki_test": test.score(replace(TUNED, method="dense"))},
            "shipped_preset": {**per(shipped), "query_options": plain(shipped)},
            "selected": {**per(chosen), "query_options": plain(chosen), "setting": settings[ci][0],

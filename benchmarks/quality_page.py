@@ -146,6 +146,18 @@ def families_grid() -> list[str]:
     return out + [""]
 
 
+def _per_family(section: dict, key: str):
+    """(embedder, family, row) of a ``generalization.json`` section keyed by embedder, the
+    families being the entries that hold ``key``."""
+    for emb, x in section.items():
+        for fam in [f for f in x if isinstance(x[f], dict) and key in x[f]]:
+            yield emb, fam, x[fam]
+
+
+def _gap(v: float) -> str:
+    return f"{v:+.3f}{' (over 2 points)' if v > 0.02 else ''}"
+
+
 def lofo_section() -> list[str]:
     """In-sample (the shipped preset, chosen on all three families) beside
     leave-one-family-out (chosen on the other two), from ``generalization.json``."""
@@ -170,20 +182,30 @@ def lofo_section() -> list[str]:
             gap = x["own_best"]["recall@5"] - x["stitch"]["recall@5"]
             out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
                        f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
-                       f"{x['own_best']['recall@5']:.3f} | {gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+                       f"{x['own_best']['recall@5']:.3f} | {_gap(gap)} |")
+    bias = g.get("leave_one_family_out_cross_validated", {})
+    if bias:
+        out += ["", "How much of each gap is the own-tuned best's in-sample optimism "
+                    "(`experiments/lofo_bias.py`: the family's questions split in halves, the grid "
+                    "point and the ranker chosen on one half and scored on the other, repeated; the "
+                    "gap's paired standard error over questions; R@5):", "",
+                "| family | embedder | chosen on the other two | own best, in-sample | own best, "
+                "cross-validated | gap to the cross-validated own best |", "|---|---|---|---|---|---|"]
+        for emb, fam, r in _per_family(bias, "transfer_recall@5"):
+            out.append(f"| {fam} | {emb} | {r['transfer_recall@5']:.3f} | {r['own_in_sample_recall@5']:.3f} | "
+                       f"{r['own_cross_validated_recall@5']:.3f} | {_gap(r['gap_cross_validated'])} "
+                       f"(± {r['gap_cross_validated_se']:.3f}) |")
     ranker = g.get("ranker_leave_one_family_out", {})
     if ranker:
         out += ["", "The ranker stage alone leave-one-family-out (the preset upstream of the ranker "
                     "fixed; weights trained on the other two families, `train_ranker.py`; R@5):", "",
                 "| family | embedder | no ranker | ranker trained on all three (in-sample) | "
                 "ranker trained on the other two | gap |", "|---|---|---|---|---|---|"]
-        for emb, x in ranker.items():
-            for fam in [f for f in x if isinstance(x[f], dict) and "no_ranker" in x[f]]:
-                r = x[fam]
-                gap = r["trained_on_all"]["recall@5"] - r["trained_on_others"]["recall@5"]
-                out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
-                           f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
-                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+        for emb, fam, r in _per_family(ranker, "no_ranker"):
+            gap = r["trained_on_all"]["recall@5"] - r["trained_on_others"]["recall@5"]
+            out.append(f"| {fam} | {emb} | {r['no_ranker']['recall@5']:.3f} | "
+                       f"{r['trained_on_all']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
+                       f"{_gap(gap)} |")
     links = g.get("rank_links_leave_one_family_out", {})
     if links:
         cols = ", ".join(f"`{c}`" for c in next(iter(links.values()))["columns"])
@@ -193,14 +215,11 @@ def lofo_section() -> list[str]:
                     "columns; ranked from each question's C_q features as the query path ranks (R@5):", "",
                 "| family | embedder | without, in-sample | without, trained on the other two | "
                 "with, in-sample | with, trained on the other two | gap |", "|---|---|---|---|---|---|---|"]
-        for emb, x in links.items():
-            for fam in [f for f in x if isinstance(x[f], dict) and "in_sample" in x[f]]:
-                r = x[fam]
-                gap = r["in_sample"]["recall@5"] - r["trained_on_others"]["recall@5"]
-                out.append(f"| {fam} | {emb} | {r['without_links_in_sample']['recall@5']:.3f} | "
-                           f"{r['without_links_trained_on_others']['recall@5']:.3f} | "
-                           f"{r['in_sample']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | "
-                           f"{gap:+.3f}{' (over 2 points)' if gap > 0.02 else ''} |")
+        for emb, fam, r in _per_family(links, "in_sample"):
+            gap = r["in_sample"]["recall@5"] - r["trained_on_others"]["recall@5"]
+            out.append(f"| {fam} | {emb} | {r['without_links_in_sample']['recall@5']:.3f} | "
+                       f"{r['without_links_trained_on_others']['recall@5']:.3f} | "
+                       f"{r['in_sample']['recall@5']:.3f} | {r['trained_on_others']['recall@5']:.3f} | {_gap(gap)} |")
     return out + [""] + link_columns(links)
 
 
@@ -223,6 +242,38 @@ def link_columns(links: dict) -> list[str]:
             out.append(f"| {name}{' (shipped)' if r.get('shipped') else ''} | " + " | ".join(
                 f"{r['in_sample'][f]['recall']['5']:.3f} / {r['lofo'][f]['recall']['5']:.3f}" for f in fams)
                 + f" | {r['worst_lift_in_sample']:+.4f} / {r['worst_lift_lofo']:+.4f} |")
+        out.append("")
+    return out
+
+
+def graph_floor() -> list[str]:
+    """The graph floor (``HybridOptions.graph_mix``), the "title_best" column and the ranker's
+    L2 strength replayed at each preset's upstream, from ``graph_floor.json``."""
+    p = Path("benchmarks/experiments/results/quality_grid/graph_floor.json")
+    if not p.exists():
+        return []
+    d = json.loads(p.read_text())
+    out = ["## The graph floor, replayed (R@5)", "",
+           f"`{d['command']}` (commit {d['git_commit'][:10]}; features collected by "
+           + ", ".join(f"`{c['command']}` at {c['git_commit'][:10]}" for c in d["collected"].values())
+           + "). The upstream of each embedder's preset fixed; the ranker trained on the three "
+             "families (in-sample) or on the other two (out); `no_ppr` = the same weights on the "
+             "`ppr=\"none\"` features. Cells: in-sample / out / no_ppr; worst lift = the worst "
+             "family's lift over dense (objective mean R@2/5/8) in-sample / out; ≥ = `stitch` >= "
+             "`no_ppr` on every family; * = the row the rule (best worst lift in-sample within "
+             f"{d['min_gain']}, then out of sample) picks.", ""]
+    for emb, x in d["embedders"].items():
+        fams = list(x["rows"][0]["families"])
+        out += [f"{emb}:", "", "| graph_mix | C | extra columns | " + " | ".join(fams) + " | worst lift | ≥ |",
+                "|---" * (len(fams) + 5) + "|"]
+        for r in x["rows"]:
+            cells = " | ".join(f"{r['families'][f]['in_sample']['recall']['5']:.3f} / "
+                               f"{r['families'][f]['lofo']['recall']['5']:.3f} / "
+                               f"{r['families'][f]['no_ppr_same_weights']['recall']['5']:.3f}" for f in fams)
+            extra = ", ".join(c for c in r["columns"] if c not in ("bridge_title", "bridge_title_words"))
+            out.append(f"| {r['graph_mix']}{' *' if r.get('chosen') else ''} | {r['c']} | {extra or '-'} | "
+                       f"{cells} | {r['worst_lift_in_sample']:+.4f} / {r['worst_lift_lofo']:+.4f} | "
+                       f"{'≥' if r['stitch_ge_no_ppr_everywhere'] else ''} |")
         out.append("")
     return out
 
@@ -302,6 +353,7 @@ def main() -> None:
         lines += table(bdev, "2WikiMultiHopQA dev with bge-small", types=TYPES_2WIKI)
     lines += families_grid()
     lines += lofo_section()
+    lines += graph_floor()
     sets = [(label, res) for label, res in (
         ("2Wiki test (MiniLM)", test), ("2Wiki dev (MiniLM)", dev), ("HotpotQA (MiniLM)", hot),
         ("MuSiQue dev (MiniLM)", load("musique_dev_all")),

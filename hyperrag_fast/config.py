@@ -19,7 +19,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of, EXACT_CODES_MIN_ROWS,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, BRIDGE_TITLE_SOURCES, FastRPParams,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, BRIDGE_TITLE_SOURCES, GRAPH_MIXES, FastRPParams,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
@@ -46,7 +46,8 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      hop_titles=False, rank_weights=(), title_top=0, graph_gate=False,
                      hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
                      hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0,
-                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0, rank_links=())
+                     hop_query=0, hop_query_bm25=0, hop_query_weight=0.0, rank_links=(),
+                     graph_mix="off")
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -176,6 +177,14 @@ class HybridOptions:
     "bridge_title" = a chunk whose page's title is a bridge name of one of the first round's
     :data:`BRIDGE_TITLE_SOURCES` top chunks, "bridge_title_words" = the same when title and
     name contain one another as whole words (``lexical.GroupLookup.bridge_titles``).
+    graph_mix (ours, issue 21 "a graph stage that never costs recall"; docs/architecture.md
+    §5, "Graph floor"): the ranker's graph columns (PPR share and rank) become
+    g x graph + (1 - g) x prior (share and rank) with a per-query g in [0, 1]:
+    "prior_flat" g = 1 - max I / sum I (a prior on one chunk keeps its order),
+    "ppr_focus" g = min(1, (max pi / sum pi) / (max I / sum I)) (a graph that spreads the
+    prior's mass is not trusted), "prior_only" g = 0; "off" = the columns as they are.
+    With g = 0 the final score is the ranker's on the prior alone
+    (``offpreset.graph_mixed``).
 
     Off in both presets (issue 21): title_max > 0, a chunk whose page already has
     ``title_max`` chunks ranked above it moves after every chunk that does not (order kept
@@ -200,8 +209,8 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -2.409575, -6.675812, 12.622312, 9.598483, 1.653133, 1.66373, 3.201351, -5.956902,
-        0.614028, 2.276654, 3.693154, 2.170269)
+        -2.350074, 2.165362, 2.165362, 5.774623, 5.774623, 1.500549, 2.730136, -4.554024,
+        0.481292, 1.459873, 4.013762, 2.404447)
     title_top: int = 0
     graph_gate: bool = False
     hop_idf: float = 0.0
@@ -218,6 +227,7 @@ class HybridOptions:
     hop_query_bm25: int = 0
     hop_query_weight: float = 0.0
     rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
+    graph_mix: str = "prior_only"
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -233,6 +243,7 @@ class HybridOptions:
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
+        _one_of("graph_mix", self.graph_mix, GRAPH_MIXES)
         if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
             raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
         if self.seeds not in SEED_MODES:
@@ -311,7 +322,13 @@ PAPER_HYBRID = HybridOptions.paper()
 #: delta .8 -> .85, the calibrated final ranking (``rank_weights``), the first hop's bridge
 #: names (``hop_bridge`` 1); then (session 13) the ranker's bridge-title columns
 #: (``rank_links``, weights retrained on the three families; tuning file
-#: ``benchmarks/experiments/results/quality_grid/rank_links_minilm.json``).
+#: ``benchmarks/experiments/results/quality_grid/rank_links_minilm.json``); then (session 14)
+#: the ranker's graph columns replaced by the prior's (``graph_mix="prior_only"``: PPR picks
+#: the first hop's sources, the final score is the ranker's on the prior) and the ranker
+#: retrained with a stronger L2 (C = 0.01), chosen by ``benchmarks/quality_grid.py`` on a
+#: 16-point grid (delta, title_chunks, hop_bridge, graph_mix) by the worst family's lift
+#: (tuning file ``benchmarks/experiments/results/quality_grid/quality_grid_minilm.json``;
+#: the mix modes and L2 strengths replayed in ``graph_floor.json``).
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
@@ -376,12 +393,14 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: (the same search and rule as MiniLM's): delta .75, the named-title term 1, the first
 #: hop's bridge names (``hop_bridge`` 3), PPR on (d .2); then (session 13) the bridge-title
 #: columns, the ranker retrained on the three families (tuning file
-#: ``benchmarks/experiments/results/quality_grid/rank_links_bge.json``).
+#: ``benchmarks/experiments/results/quality_grid/rank_links_bge.json``); then (session 14) the
+#: same 16-point grid and rule as MiniLM's (``quality_grid_bge.json``): delta .85, the
+#: named-title term 1, ``hop_bridge`` 1, ``graph_mix="prior_only"``, the ranker at C = 0.01.
 TUNED_BGE = QueryOptions(
-    stitch=TUNED_STITCH.replace(delta=0.75),
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, hop_bridge=3.0, rank_weights=(
-        -1.332586, -5.708851, 9.602371, 3.02706, 3.120608, 2.598957, 9.761233, -1.671168,
-        0.915998, 1.533557, 4.393444, 1.950453)))
+    stitch=TUNED_STITCH,
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(
+        -1.309444, 2.11148, 2.11148, 4.861328, 4.861328, 2.36584, 9.663876, -3.22527,
+        0.690788, -0.95929, 3.978223, 1.926898)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

@@ -39,10 +39,11 @@ QUESTIONS = ["Who directed Film 2?", "Where was the spouse of Olga Brenn born?",
 
 
 def test_ppr_share_weights_reproduce_the_ppr_ranking(small):
-    """Weights on the PPR share alone rank as the kernel does (by pi), on a real index."""
+    """Weights on the PPR share alone rank as the kernel does (by pi), on a real index
+    (graph_mix "off": the presets' "prior_only" replaces that column by the prior's)."""
     ix, r = small
     base = replace(TUNED, k_chunks=12, stitch=TUNED.stitch.replace(top_k=6),
-                   hybrid=replace(TUNED.hybrid, rank_weights=()))  # the kernel's order
+                   hybrid=replace(TUNED.hybrid, rank_weights=(), graph_mix="off"))  # the kernel's order
     fused = replace(base, hybrid=replace(base.hybrid, rank_weights=_weights("ppr")))
     for q in QUESTIONS:
         a = r.retrieve(q, base, detail=True)

@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from quality_grid import AXES, Features, choose, grid  # noqa: E402
+import quality_grid  # noqa: E402
+from quality_grid import Features, choose, grid  # noqa: E402
 from quality_search import FAMILIES, KS, Bench  # noqa: E402
 from train_ranker import fit  # noqa: E402
 
@@ -72,7 +73,7 @@ def dense_pq(b: Bench) -> np.ndarray:
                      for r, g in zip(out["ranked"], b.golds)])
 
 
-def cv_own(f, settings, feats, b, dpq, rng, repeats, guard) -> tuple[np.ndarray, list]:
+def cv_own(f, settings, feats, b, dpq, rng, repeats, guard, c=1.0) -> tuple[np.ndarray, list]:
     """Per question, the mean over repeats of its recall when the grid point and the
     ranker were chosen on the other half; and the chosen grid indices."""
     n = len(b.golds)
@@ -84,7 +85,7 @@ def cv_own(f, settings, feats, b, dpq, rng, repeats, guard) -> tuple[np.ndarray,
         for tr, te in (halves, halves[::-1]):
             cands = []
             for j, part in enumerate(parts):
-                w = fit([subset(part, tr)])
+                w = fit([subset(part, tr)], c=c)
                 pq = per_question(part, b.golds, w)
                 cands.append((pq[tr].mean() - dpq[tr].mean(), j, pq))
             top = max(c[0] for c in cands)
@@ -105,8 +106,13 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min-gain", type=float, default=0.005)
+    p.add_argument("--axis", action="append", default=[], help="NAME=JSON list (quality_grid.py --axis)")
+    p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
+    if a.axis:
+        quality_grid.AXES = tuple((n, tuple(json.loads(v))) for n, v in (x.split("=", 1) for x in a.axis))
+    AXES = quality_grid.AXES
     index = dict(x.split("=", 1) for x in a.index)
     emb = make_embedder(a.embedder)
     benches = {f: Bench(ds, sp, index[ds], emb, a.cache_dir, a.data_dir)
@@ -122,11 +128,11 @@ def main(argv=None) -> int:
     for f in fams:
         b = benches[f]
         rest = tuple(x for x in fams if x != f)
-        o_r, i_r, _ = choose(rest, settings, feats, benches, dense, a.min_gain)
-        o_o, i_o, _ = choose((f,), settings, feats, benches, dense, a.min_gain)
+        o_r, i_r, _ = choose(rest, settings, feats, benches, dense, a.min_gain, a.c)
+        o_o, i_o, _ = choose((f,), settings, feats, benches, dense, a.min_gain, a.c)
         tr = per_question(feats.get(settings[i_r][1], f), b.golds, o_r.hybrid.rank_weights)
         own = per_question(feats.get(settings[i_o][1], f), b.golds, o_o.hybrid.rank_weights)
-        cv, picks = cv_own(f, settings, feats, b, dpq[f], rng, a.repeats, a.min_gain)
+        cv, picks = cv_own(f, settings, feats, b, dpq[f], rng, a.repeats, a.min_gain, a.c)
         d = cv[:, k5] - tr[:, k5]
         res[f] = {"n_questions": len(b.golds), "dense_recall@5": round(float(dpq[f][:, k5].mean()), 4),
                   "transfer_recall@5": round(float(tr[:, k5].mean()), 4),
@@ -142,7 +148,7 @@ def main(argv=None) -> int:
                   "cv_picks_transfer_point": picks.count(i_r)}
         print(f, json.dumps(res[f]), file=sys.stderr, flush=True)
     # per option, on each family: the R@5 change of switching it (ranker on all three)
-    o_all, _, table = choose(fams, settings, feats, benches, dense, a.min_gain)
+    o_all, _, table = choose(fams, settings, feats, benches, dense, a.min_gain, a.c)
     r5 = {f: np.array([t["scores"][f]["recall"][5] for t in table]) for f in fams}
     obj = {f: np.array([t["scores"][f]["objective"] for t in table]) for f in fams}
     options = {}
@@ -159,7 +165,7 @@ def main(argv=None) -> int:
     out = {"command": "python benchmarks/experiments/lofo_bias.py " + " ".join(argv or sys.argv[1:]),
            "machine": machine_info(), "git_commit": _git("rev-parse", "HEAD"),
            "git_dirty": bool(_git("status", "--porcelain")), "embedder": emb.name,
-           "repeats": a.repeats, "seed": a.seed, "min_gain": a.min_gain,
+           "axes": {n: list(v) for n, v in AXES}, "c": a.c, "repeats": a.repeats, "seed": a.seed, "min_gain": a.min_gain,
            "families": res, "options": options}
     Path(a.out + ".json").write_text(json.dumps(out, indent=1) + "\n")
     return 0

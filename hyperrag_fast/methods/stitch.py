@@ -18,8 +18,8 @@ from ..config import BRIDGE_TITLE_SOURCES, DEFAULT_METHOD, PAPER_HYBRID, HybridO
 from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
-from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight, hop_dense,  # noqa: F401
-                        later_rounds, mmr_top, more_link_features, page_capped)
+from .offpreset import (_best_per_title, dense_hops, gated_top, graph_mixed, graph_weight,  # noqa: F401
+                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best)
 
 
 def _ms(t0: float) -> float:
@@ -107,7 +107,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                           (named, share))
         if hybrid.rank_links:
             X = np.column_stack([X, link_features(eng, state.lookups[key], q, r, r1, np.asarray(
-                groups, np.int64), hybrid.rank_links)])
+                groups, np.int64), hybrid.rank_links, (named, share))])
+        X = graph_mixed(X, hybrid.graph_mix)
         if hybrid.rank_weights:
             ids, scores = fused_top(r.cq, X, hybrid.rank_weights,
                                     r.cq.shape[0] if hybrid.mmr > 0 else stitch.top_k)
@@ -180,13 +181,19 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
         _lookup(cq, t_ids, t_s, pos)])
 
 
-def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...],
+                  title=None) -> np.ndarray:
     """``HybridOptions.rank_links``' columns in the order of ``names``: the bridge titles of the
-    first round's top chunks (``lexical.GroupLookup.bridge_titles``) and the columns off in
-    both presets (``offpreset.more_link_features``); docs/architecture.md §5."""
+    first round's top chunks (``lexical.GroupLookup.bridge_titles``), a named page's best
+    paragraph (``offpreset.title_best``; ``title`` = (named chunks, shares)) and the columns
+    off in both presets (``offpreset.more_link_features``); docs/architecture.md §5."""
     r1_top = np.asarray(r1.cq, np.int64)[np.argsort(-np.asarray(r1.cq_pi), kind="stable")]
     cols = dict(zip(("bridge_title", "bridge_title_words"), lk.bridge_titles(
         np.asarray(r.cq, np.int64), r1_top[:BRIDGE_TITLE_SOURCES], qgroups)))
+    if "title_best" in names:
+        named, share = title if title is not None else (np.empty(0, np.int64), np.empty(0))
+        pages = lk.titles.pages() if lk.titles is not None else np.full(eng.graph.n_chunks, -1, np.int64)
+        cols["title_best"] = title_best(np.asarray(r.cq, np.int64), named, share, pages)
     if any(n not in cols for n in names):
         cols.update(more_link_features(eng, lk, q, r, r1_top, qgroups, cols))
     return np.column_stack([cols[n] for n in names])
