@@ -103,7 +103,7 @@ def question_rows(d: Path, qs, emb, o: CodaOptions, golds=None) -> list[dict]:
         bptr, bidx, _ = st.bm25._csc
         tset: dict[int, set[int]] = defaultdict(set)
         tidf = {}
-        pool_set = set(pool)
+        pool_set = set(wide)  # the "wide" rules read the terms of every wide chunk
         for t in st.bm25.terms(q.question).tolist():
             docs = bidx[bptr[t]:bptr[t + 1]]
             tidf[t] = float(np.log(1.0 + (len(passages) - docs.size + 0.5) / (docs.size + 0.5)))
@@ -120,14 +120,16 @@ def question_rows(d: Path, qs, emb, o: CodaOptions, golds=None) -> list[dict]:
 
 
 def select(r: dict, o: CodaOptions, rule: str = "max", gw: float | None = None,
-           lam: float = 0.0, lw: float | None = None, fw: float | None = None) -> list[int]:
+           lam: float = 0.0, lw: float | None = None, fw: float | None = None,
+           wide: bool = False, mu: float = 0.0) -> list[int]:
     """Top K of the pool: ``rule`` "max" is ``coda`` (a chunk's largest kept-item
     weight), "novel" counts each kept item once over the chosen chunks (summed weights
     of the items not yet chosen), "qcov" adds ``lam`` x the share of the question's
     content words a chunk newly covers, "mmr" subtracts ``lam`` x the largest cosine with
-    a chosen chunk."""
+    a chosen chunk. ``wide``: the pool plus the 40 nearest and 40 best BM25 chunks (a
+    larger candidate pool; BM25 is read only where the pool has it)."""
     gw = o.graph_weight if gw is None else gw
-    pool = r["pool"]
+    pool = np.array(r["wide"]) if wide else r["pool"]
     if rule == "dense":
         return [int(c) for c in pool[np.lexsort((pool, -r["cs"][pool]))][:K]]
     lw = o.lexical_weight if lw is None else lw
@@ -149,13 +151,16 @@ def select(r: dict, o: CodaOptions, rule: str = "max", gw: float | None = None,
         val = base + gw * g
         if rule == "qcov" and r["qw"]:
             val = val + lam * np.array([len((r["qw"] & r["words"][c]) - qcov) for c in pool]) / len(r["qw"])
-        if rule in ("tcov", "tcovu") and r["tidf"]:
-            wt = r["tidf"] if rule == "tcov" else {t: 1.0 for t in r["tidf"]}
+        if rule in ("tcov", "tcovu", "tcov2") and r["tidf"]:
+            wt = (r["tidf"] if rule == "tcov" else {t: 1.0 for t in r["tidf"]} if rule == "tcovu"
+                  else {t: v * v for t, v in r["tidf"].items()})
             tot = sum(wt.values())
             val = val + lam * np.array([sum(wt[t] for t in r["tset"].get(int(c), set()) - tcov)
                                         for c in pool]) / tot
         if rule == "mmr":
             val = val - lam * np.maximum(near, 0.0)
+        if mu:  # with any rule: minus ``mu`` x the largest cosine with a chosen chunk
+            val = val - mu * np.maximum(near, 0.0)
         cand = np.flatnonzero(free)
         for j in cand[np.lexsort((pool[cand], -val[cand]))]:
             vj = r["cv"][pool[j]]
@@ -215,6 +220,13 @@ RULES.update({f"tcov {x} gw {g}": {"rule": "tcov", "lam": x, "gw": g}
 RULES.update({f"tcov {x} lw {y}": {"rule": "tcov", "lam": x, "lw": y}
               for x in (0.1, 0.2, 0.3) for y in (0.1, 0.2)})
 RULES.update({f"mmr {x}": {"rule": "mmr", "lam": x} for x in (0.1, 0.3)})
+# session 14: larger weights, idf^2 term weights, a wider candidate pool
+RULES.update({f"tcov {x}": {"rule": "tcov", "lam": x} for x in (0.7, 1.0)})
+RULES.update({f"tcov2 {x}": {"rule": "tcov2", "lam": x} for x in (0.2, 0.5, 1.0)})
+RULES.update({f"tcov {x} wide": {"rule": "tcov", "lam": x, "wide": True} for x in (0.2, 0.5, 1.0)})
+RULES.update({"coda wide": {"wide": True}})
+RULES.update({f"tcov {x} mmr {m}": {"rule": "tcov", "lam": x, "mu": m}
+              for x in (0.3, 0.5) for m in (0.1, 0.2)})
 
 
 def analyse(rows, o: CodaOptions) -> dict:

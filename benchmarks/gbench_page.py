@@ -42,7 +42,7 @@ def table(d: dict, sub: str) -> list[str]:
                      + f" | {'not run' if er is None else _f(er.get('all'))}"
                      + f" | {'not run' if cr is None else _f(cr.get('all'))}"
                      + f" | {_f(r.get('latency_ms_p50'))}"
-                     + f" | {(r.get('run', {}).get('git_commit') or 'not recorded')[:12]} |")
+                     + f" | {_run(m, r.get('run', {}).get('git_commit'))} |")
     return lines + [""]
 
 
@@ -61,7 +61,10 @@ def margins(d: dict, sub: str) -> list[str]:
     rows = d["subsets"].get(sub)
     if not rows or "coda" not in rows or not all(b in rows for b in BASELINES):
         return []
-    out = [f"`coda` against the best of {', '.join(BASELINES)} ({sub}):", ""]
+    at = current(rows["coda"].get("run", {}).get("git_commit"))
+    stale = " **(the `coda` row is older than the current CODA defaults: stale)**" \
+        if "stale" in at or at == "?" else ""
+    out = [f"`coda` against the best of {', '.join(BASELINES)} ({sub}){stale}:", ""]
     for t in ("all",) + QT:
         best = max(BASELINES, key=lambda b: rows[b]["coverage"].get(t, -1))
         m = rows["coda"]["coverage"].get(t, 0) - rows[best]["coverage"].get(t, 0)
@@ -93,6 +96,13 @@ def current(commit: str | None) -> str:
     r = subprocess.run(["git", "merge-base", "--is-ancestor", DEFAULTS_COMMIT, commit],
                        cwd=ROOT, capture_output=True)
     return commit[:7] + ("" if r.returncode == 0 else " (older CODA defaults: stale)")
+
+
+def _run(method: str, commit: str | None) -> str:
+    """A table row's commit; a CODA row older than the current defaults is flagged."""
+    if not commit:
+        return "not recorded"
+    return current(commit) if method.startswith("coda") else commit[:7]
 
 
 def multihop(sub: str) -> list[str]:

@@ -71,14 +71,17 @@ def grid() -> dict[str, CodaOptions]:
         g[f"cur:lw{lw}:fw{fw}"] = replace(cur, lexical_weight=lw, fact_weight=fw)
         g[f"cur:lw{lw}:fw{fw}:div0.2"] = replace(cur, lexical_weight=lw, fact_weight=fw,
                                                  diversity=0.2)
-    for gw in (0.01, 0.03, 0.1):
-        for items in ("relations", "all"):
-            b = replace(cur, graph_weight=gw, align_items=items)
-            name = f"gw{gw}:{items}"
-            g[name] = b
-            for sw in SWITCHES:
-                g[f"{name}:no_{sw}"] = replace(b, **{sw: False})
-            g[f"{name}:base_off"] = replace(b, **BASE_OFF)
+    fam = {f"gw{gw}:{items}": replace(cur, graph_weight=gw, align_items=items)
+           for gw in (0.01, 0.03, 0.1) for items in ("relations", "all")}
+    # question-term coverage (session 14, issue 23 item 2): cover_weight alone and with
+    # a larger candidate pool (coverage can only pick what the pool holds)
+    fam.update({f"cw{cw}": replace(cur, cover_weight=cw) for cw in (0.1, 0.25, 0.5, 1.0)})
+    fam.update({f"cw{cw}:pool40": replace(cur, cover_weight=cw, dense_pool=40) for cw in (0.25, 0.5)})
+    for name, b in fam.items():
+        g[name] = b
+        for sw in SWITCHES:
+            g[f"{name}:no_{sw}"] = replace(b, **{sw: False})
+        g[f"{name}:base_off"] = replace(b, **BASE_OFF)
     return g
 
 
