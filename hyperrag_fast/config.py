@@ -177,14 +177,11 @@ class HybridOptions:
     "bridge_title" = a chunk whose page's title is a bridge name of one of the first round's
     :data:`BRIDGE_TITLE_SOURCES` top chunks, "bridge_title_words" = the same when title and
     name contain one another as whole words (``lexical.GroupLookup.bridge_titles``).
-    graph_mix (ours, issue 21 "a graph stage that never costs recall"; docs/architecture.md
-    §5, "Graph floor"): the ranker's graph columns (PPR share and rank) become
-    g x graph + (1 - g) x prior (share and rank) with a per-query g in [0, 1]:
-    "prior_flat" g = 1 - max I / sum I (a prior on one chunk keeps its order),
-    "ppr_focus" g = min(1, (max pi / sum pi) / (max I / sum I)) (a graph that spreads the
-    prior's mass is not trusted), "prior_only" g = 0; "off" = the columns as they are.
-    With g = 0 the final score is the ranker's on the prior alone
-    (``offpreset.graph_mixed``).
+    graph_mix (ours, issue 21; docs/architecture.md §5, "Graph floor"): the ranker's PPR
+    share and rank columns become g x graph + (1 - g) x prior with a per-query g in [0, 1]:
+    "prior_flat" g = 1 - max I / sum I, "ppr_focus" g = min(1, (max pi / sum pi) /
+    (max I / sum I)), "prior_only" g = 0 (the ranker on the prior alone), "off" = the
+    columns as they are (``methods.stitch.graph_mixed``).
 
     Off in both presets (issue 21): title_max > 0, a chunk whose page already has
     ``title_max`` chunks ranked above it moves after every chunk that does not (order kept
@@ -314,21 +311,12 @@ QUERY_BLAS_THREADS = 1
 PAPER_STITCH = StitchOptions.paper()
 PAPER_HYBRID = HybridOptions.paper()
 
-#: The dev-tuned configuration (``TUNED``, the MiniLM preset): first chosen on 2Wiki dev
-#: alone (``benchmarks/tune_stitch.py``, then issue 15's ``quality_search.py`` stages; the
-#: history with its figures is docs/architecture.md §6, "How the presets were chosen").
-#: Issue 21 (three dev families, the worst family's lift over dense; MiniLM tuning file
-#: ``benchmarks/experiments/results/quality_search/quality_search_minilm.{md,json}``):
-#: delta .8 -> .85, the calibrated final ranking (``rank_weights``), the first hop's bridge
-#: names (``hop_bridge`` 1); then (session 13) the ranker's bridge-title columns
-#: (``rank_links``, weights retrained on the three families; tuning file
-#: ``benchmarks/experiments/results/quality_grid/rank_links_minilm.json``); then (session 14)
-#: the ranker's graph columns replaced by the prior's (``graph_mix="prior_only"``: PPR picks
-#: the first hop's sources, the final score is the ranker's on the prior) and the ranker
-#: retrained with a stronger L2 (C = 0.01), chosen by ``benchmarks/quality_grid.py`` on a
-#: 16-point grid (delta, title_chunks, hop_bridge, graph_mix) by the worst family's lift
-#: (tuning file ``benchmarks/experiments/results/quality_grid/quality_grid_minilm.json``;
-#: the mix modes and L2 strengths replayed in ``graph_floor.json``).
+#: The dev-tuned configuration (``TUNED``, the MiniLM preset), chosen on the three dev
+#: families by the worst family's lift over dense; its history, figures and tuning files:
+#: docs/architecture.md §6, "How the presets were chosen". Session 14: the 16-point grid of
+#: ``benchmarks/quality_grid.py`` (tuning file ``experiments/results/quality_grid/
+#: quality_grid_minilm.json``), ``graph_mix="prior_only"`` (PPR picks the first hop's sources,
+#: the final score is the ranker's on the prior), the ranker retrained at C = 0.01.
 #: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
@@ -385,17 +373,10 @@ TUNED = QueryOptions()
 #: STITCH-RAG as published (method ``stitch_paper``: the paper's constants, no signals)
 PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_paper")
 
-#: The preset per shipped embedder (issue 21; docs/architecture.md §6): each chosen by
-#: ``benchmarks/quality_search.py`` with that embedder's indexes on the three dev families
-#: by the worst family's lift over dense (its tuning file is named beside each preset).
-#: ``TUNED`` (= ``QueryOptions()``) stays the MiniLM preset.
-#: bge-small: ``benchmarks/experiments/results/quality_search/quality_search_bge.{md,json}``
-#: (the same search and rule as MiniLM's): delta .75, the named-title term 1, the first
-#: hop's bridge names (``hop_bridge`` 3), PPR on (d .2); then (session 13) the bridge-title
-#: columns, the ranker retrained on the three families (tuning file
-#: ``benchmarks/experiments/results/quality_grid/rank_links_bge.json``); then (session 14) the
-#: same 16-point grid and rule as MiniLM's (``quality_grid_bge.json``): delta .85, the
-#: named-title term 1, ``hop_bridge`` 1, ``graph_mix="prior_only"``, the ranker at C = 0.01.
+#: The preset per shipped embedder (issue 21; docs/architecture.md §6), each chosen with that
+#: embedder's indexes on the three dev families by the same rule; ``TUNED`` stays MiniLM's.
+#: bge-small (session 14, ``quality_grid_bge.json``): delta .85, the named-title term 1,
+#: ``hop_bridge`` 1, ``graph_mix="prior_only"``, the ranker at C = 0.01.
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH,
     hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(

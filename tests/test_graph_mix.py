@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.config import GRAPH_MIXES, HybridOptions
-from hyperrag_fast.methods.offpreset import graph_mixed, mix_weight, title_best
-from hyperrag_fast.methods.stitch import rank_features
+from hyperrag_fast.methods.offpreset import title_best
+from hyperrag_fast.methods.stitch import graph_mixed, mix_weight, rank_features
 
 pos = st.floats(0.0, 10.0, allow_nan=False)
 

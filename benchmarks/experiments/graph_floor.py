@@ -41,7 +41,7 @@ from train_ranker import collect, fit  # noqa: E402
 from hyperrag_fast.config import GRAPH_MIXES, LINK_FEATURES, preset_for  # noqa: E402
 from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
-from hyperrag_fast.methods.offpreset import graph_mixed  # noqa: E402
+from hyperrag_fast.methods.stitch import graph_mixed  # noqa: E402
 from hyperrag_fast.methods.stitch import FEATURES  # noqa: E402
 
 ALL = FEATURES + LINK_FEATURES

@@ -1,5 +1,5 @@
 """The method registry: every retrieval method by name, assembled explicitly from the three
-family modules (:mod:`.baselines`, :mod:`.stitch`, :mod:`.coda`); importing it registers
+family modules (:mod:`.baselines`, :mod:`.stitch_variants`, :mod:`.coda`); importing it registers
 nothing anywhere else. The query layer (``retriever``) imports this package; no method
 imports the query layer. docs/architecture.md §1.
 
@@ -13,12 +13,12 @@ from ..config import DEFAULT_MERGE, AnnParams
 from ..engine import StitchEngine
 from ..lexical import BM25, GroupLookup, TitleLookup
 from ..texts import chunk_titles
-from . import baselines, coda, stitch
+from . import baselines, coda, stitch_variants
 from .base import OWN, Method, MethodOutput, MissingPrebuilt, QueryState
 from .coda import CodaSetup
 
 #: name -> method function; add your own with :func:`register_method`
-METHODS: dict[str, Method] = {**baselines.METHODS, **stitch.METHODS, **coda.METHODS}
+METHODS: dict[str, Method] = {**baselines.METHODS, **stitch_variants.METHODS, **coda.METHODS}
 
 __all__ = ["METHODS", "Method", "MethodOutput", "MissingPrebuilt", "QueryState", "CodaSetup",
            "register_method", "get_method", "needs", "query_state"]
@@ -41,7 +41,7 @@ def get_method(name: str) -> Method:
 def needs(name: str, index_merge: str = DEFAULT_MERGE) -> tuple[str, ...]:
     """The prebuilt structures (``hyperrag_fast.prebuilt.STRUCTURES``) method ``name`` reads."""
     get_method(name)
-    return stitch.needs(name, index_merge) + coda.needs(name)
+    return stitch_variants.needs(name, index_merge) + coda.needs(name)
 
 
 def query_state(index, prebuilt=None, coda_setup: CodaSetup | None = None,

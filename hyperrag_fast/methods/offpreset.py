@@ -245,34 +245,6 @@ def more_link_features(eng, lk, q, r, r1_top, qgroups, cols, m: int = 3) -> dict
     return out
 
 
-def mix_weight(prior_share: np.ndarray, pi_share: np.ndarray, mode: str) -> float:
-    """``HybridOptions.graph_mix``'s per-query graph weight g from the ranker's prior and
-    PPR share columns (value / the query's max, so max / sum = 1 / sum of the column):
-    "prior_flat" 1 - max I / sum I; "ppr_focus" min(1, (max pi / sum pi) / (max I / sum I));
-    "prior_only" 0."""
-    sp, si = float(np.sum(prior_share)), float(np.sum(pi_share))
-    if mode == "prior_only":
-        return 0.0
-    if mode == "prior_flat":
-        return 1.0 - 1.0 / sp if sp > 0 else 1.0
-    if mode == "ppr_focus":
-        return min(1.0, sp / si) if sp > 0 and si > 0 else 1.0
-    raise ValueError(f"graph_mix {mode!r}")
-
-
-def graph_mixed(X: np.ndarray, mode: str) -> np.ndarray:
-    """The ranker's features with the graph columns (1: PPR share, 2: PPR rank) moved
-    towards the prior's (0: share, 3: rank) by the per-query weight g of :func:`mix_weight`:
-    g x graph + (1 - g) x prior (``HybridOptions.graph_mix``; "off": X unchanged)."""
-    if mode == "off" or X.shape[0] == 0:
-        return X
-    g = mix_weight(X[:, 0], X[:, 1], mode)
-    X = np.array(X, np.float64)
-    X[:, 1] = g * X[:, 1] + (1.0 - g) * X[:, 0]
-    X[:, 2] = g * X[:, 2] + (1.0 - g) * X[:, 3]
-    return X
-
-
 def title_best(cq: np.ndarray, named: np.ndarray, share: np.ndarray, pages: np.ndarray) -> np.ndarray:
     """The "title_best" link column: a C_q chunk of a page the question names scores its
     title share over the best share among that page's named chunks (1 on the paragraph
