@@ -182,15 +182,14 @@ class HybridOptions:
     "prior_flat" g = 1 - max I / sum I, "ppr_focus" g = min(1, (max pi / sum pi) /
     (max I / sum I)), "prior_only" g = 0 (the ranker on the prior alone), "off" = the
     columns as they are (``methods.stitch.graph_mixed``).
-
-    Off in both presets (issue 21): title_max > 0, a chunk whose page already has
-    ``title_max`` chunks ranked above it moves after every chunk that does not (order kept
-    within both parts); graph_gate, without ``rank_weights`` C_q ranked by (1 - g) prior /
-    max(prior) + g pi / max(pi), g = 1 - max(prior) / sum(prior) (docs/architecture.md §5).
-
-    Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
-    single-word names, accent/article near-matches and embedded question phrases lost or
-    tied on the dev families and were on in no preset."""
+    wide_chunks > k_chunks (issue 21; docs/architecture.md §5, "Candidate recall"): with a flat first-round
+    prior (max p(c) <= wide_flat) round two also gets the similarity ranks k_chunks..wide_chunks.
+    Off in both presets (issue 21): title_max > 0, a chunk whose page already has ``title_max``
+    chunks ranked above it moves after every chunk that does not (order kept within both
+    parts); graph_gate, without ``rank_weights`` C_q ranked by (1 - g) prior / max(prior) +
+    g pi / max(pi), g = 1 - max(prior) / sum(prior) (docs/architecture.md §5). Removed after
+    measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare single-word names,
+    accent/article near-matches and embedded question phrases (lost or tied on the dev families)."""
 
     seeds: str = "ngram"
     seed_value: float = 1.0
@@ -225,6 +224,8 @@ class HybridOptions:
     hop_query_weight: float = 0.0
     rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
     graph_mix: str = "prior_only"
+    wide_chunks: int = 0
+    wide_flat: float = 1.0
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -233,8 +234,8 @@ class HybridOptions:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
         if self.title_max < 0 or not self.hop_idf >= 0 or self.hop_rounds < 1 or min(
                 self.hop_dense, self.hop_dense_weight, self.mmr, self.hop_query, self.hop_query_bm25,
-                self.hop_query_weight) < 0:
-            raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr >= 0; hop_rounds >= 1")
+                self.hop_query_weight, self.wide_chunks, self.wide_flat) < 0:
+            raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr, wide_* >= 0; hop_rounds >= 1")
         if any(n not in LINK_FEATURES for n in self.rank_links) or len(set(self.rank_links)) < len(self.rank_links):
             raise ValueError(f"rank_links: distinct names of {LINK_FEATURES}")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):

@@ -19,7 +19,8 @@ from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
 from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight,  # noqa: F401
-                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best)
+                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best,
+                        wide_pool)
 
 
 def _ms(t0: float) -> float:
@@ -82,6 +83,11 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
             eng, q, t, _named_groups(state.lookups[key], text, t)))  # offpreset.py
         if d_c.size:
             c0, bonus, bridged = np.concatenate([c0, d_c]), np.concatenate([bonus, d_v]), True
+    if hybrid.wide_chunks > o.k_chunks:  # candidate recall (offpreset.py)
+        w_c = wide_pool(state, q, r.cq_prior, o.k_chunks, hybrid.wide_chunks, hybrid.wide_flat)
+        if w_c.size:
+            c0, bonus, bridged = np.concatenate([c0, w_c]), np.concatenate([bonus, np.zeros(w_c.size)]), True
+            dense = np.concatenate([dense, w_c])
     if hybrid.hop_chunks > 0 or bridged:
         hop, hop_v = np.empty(0, np.int64), np.empty(0)
         if hybrid.hop_chunks > 0:
