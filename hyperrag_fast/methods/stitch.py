@@ -71,12 +71,12 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     sources = r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist()
     if hybrid.hop_bridge > 0 and hybrid.hop_bridge_titles and named.size:
         sources += [c for c in _best_per_title(state.lookups[key], named, share) if c not in sources]
-    for t in sources:
+    for j, t in enumerate(sources):
         b_c, b_v = bridge_chunks(eng, q, t, _named_groups(state.lookups[key], text, t),
                                  hybrid.hop_bridge_max)  # the first round's top chunks' new names
         if b_c.size:
             c0 = np.concatenate([c0, b_c])
-            bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
+            bonus = np.concatenate([bonus, hybrid.hop_bridge * hybrid.hop_bridge_decay ** j * b_v])
             bridged = True
     if max(hybrid.hop_dense, hybrid.hop_query, hybrid.hop_query_bm25) > 0 and r.chunk_ids.size:
         d_c, d_v = dense_hops(state, eng, q, text, int(r.chunk_ids[0]), hybrid, lambda t: bridge_groups(
