@@ -68,7 +68,9 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     bridged, r1 = False, r
-    sources = r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist()
+    n_src = hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0
+    sources = [c for c, s in zip(r.chunk_ids[:n_src].tolist(), r.scores[:n_src].tolist())
+               if c == r.chunk_ids[0] or s >= hybrid.hop_bridge_near * r.scores[0]]
     if hybrid.hop_bridge > 0 and hybrid.hop_bridge_titles and named.size:
         sources += [c for c in _best_per_title(state.lookups[key], named, share) if c not in sources]
     for j, t in enumerate(sources):
