@@ -13,7 +13,6 @@ Labels are read for the counts only.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from quality_search import Bench  # noqa: E402
+from quality_search import Bench, family_parser  # noqa: E402
 
 from hyperrag_fast.config import preset_for  # noqa: E402
 from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
@@ -118,13 +117,7 @@ def diagnose(b: Bench, o) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--embedder", default="minilm")
-    p.add_argument("--index", action="append", required=True, help="DATASET=INDEX_DIR")
-    p.add_argument("--cache-dir", default="cache")
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--out", required=True)
-    a = p.parse_args(argv)
+    a = family_parser(__doc__.split("\n\n")[0]).parse_args(argv)
     emb = make_embedder(a.embedder)
     o = preset_for(emb.name)
     res = {"command": "python benchmarks/experiments/candidate_recall.py " + " ".join(argv or sys.argv[1:]),
