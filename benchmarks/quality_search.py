@@ -208,6 +208,18 @@ SHORT_ROWS = ["-hop (no", "-hop titles", "-seeds", "-bm25", "-title single", "-t
               "hop bridge", "hop idf", "title max"]
 
 
+def family_parser(description: str) -> argparse.ArgumentParser:
+    """The flags every per-family script shares: --embedder, --index DATASET=DIR (repeated),
+    --cache-dir, --data-dir, --out."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--index", action="append", required=True, help="DATASET=INDEX_DIR")
+    p.add_argument("--cache-dir", default="cache")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--out", required=True)
+    return p
+
+
 def code_hash() -> str:
     """sha1 of the package's Python sources: a score-cache entry is valid for this code only."""
     import hashlib

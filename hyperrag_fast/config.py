@@ -132,26 +132,24 @@ class HybridOptions:
     """The query-side signals (docs/architecture.md §5). Defaults = the library's dev-tuned
     values (:data:`TUNED`); every signal off (the paper) only by name: :meth:`paper`.
 
-    seeds: "none"; "ngram" = every word n-gram (n <= 6) of the question whose
-    normalised form is a name-group key. n-grams shorter than ``ngram_min_words`` words
-    are not matched unless, with ``title_words``, they are the name of a passage title (a
-    one-word title). Matched groups spanning more than ``seed_max_group`` chunks are not
-    seeded; their states get A(v) >= ``seed_value``.
-    bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25
-    chunks, which also join C0.
+    seeds: "none"; "ngram" = every word n-gram (n <= 6) of the question whose normalised form is a
+    name-group key. n-grams shorter than ``ngram_min_words`` words are not matched unless, with
+    ``title_words``, they are the name of a passage title (a one-word title). Matched groups spanning
+    more than ``seed_max_group`` chunks are not seeded; their states get A(v) >= ``seed_value``.
+    bm25_weight: the prior term bm25_weight * s / max(s) over the ``k_bm25`` best BM25 chunks, which also join C0.
 
-    hop_chunks > 0 runs a second round (ours, docs/architecture.md §5): the names in the
-    first round's ``hop_chunks`` best chunks that span at most ``hop_max_group`` chunks
-    become seeds (A(v) >= hop_value x weight) and STITCH runs again on the same
-    candidates. hop_weight "uniform" = 1; "sim" = max(0, sim(q, v)) / max over the hop
-    chunk's states, so the name in the sentence the question asks about weighs most.
+    hop_chunks > 0 runs a second round (ours, docs/architecture.md §5): the names in the first round's
+    ``hop_chunks`` best chunks that span at most ``hop_max_group`` chunks become seeds (A(v) >=
+    hop_value x weight) and STITCH runs again on the same candidates. hop_weight "uniform" = 1;
+    "sim" = max(0, sim(q, v)) / max over the hop chunk's states (the name the question asks about).
     hop_idf > 0 (ours, issue 21): a second-round seed of a group of n_g chunks (of N_C) is
     scaled by (ln(1 + N_C / n_g) / ln(1 + N_C)) ** hop_idf (a name of many chunks lifts less).
     hop_bridge > 0 (ours, issue 21): the second round's candidates also hold the chunks
     of the bridge names of the first round's ``hop_bridge_chunks`` top chunks (a chunk's
     name groups that neither the question nor its own title names, spanning at most
-    ``hop_bridge_max`` chunks), each with the prior term hop_bridge x (the group's weight,
-    as ``hop_idf``'s with exponent 1, times the ``hop_weight="sim"`` weight) x max(0, sim(q, c)).
+    ``hop_bridge_max`` chunks), each with the prior term hop_bridge x hop_bridge_decay ** j (j = 0 for
+    the top source) x (the group's ``hop_idf`` weight at exponent 1, x the "sim" weight) x max(0, sim(q, c));
+    a source j >= 1 counts only if its first-round score >= hop_bridge_near x the top's (issue 21, §5).
     Off in both presets (issue 21, lost on the dev families; ``methods/offpreset.py``):
     hop_rounds > 1, further bridge rounds from the best chunk not yet a source;
     hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
@@ -182,15 +180,14 @@ class HybridOptions:
     "prior_flat" g = 1 - max I / sum I, "ppr_focus" g = min(1, (max pi / sum pi) /
     (max I / sum I)), "prior_only" g = 0 (the ranker on the prior alone), "off" = the
     columns as they are (``methods.stitch.graph_mixed``).
-
-    Off in both presets (issue 21): title_max > 0, a chunk whose page already has
-    ``title_max`` chunks ranked above it moves after every chunk that does not (order kept
-    within both parts); graph_gate, without ``rank_weights`` C_q ranked by (1 - g) prior /
-    max(prior) + g pi / max(pi), g = 1 - max(prior) / sum(prior) (docs/architecture.md §5).
-
-    Removed after measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare
-    single-word names, accent/article near-matches and embedded question phrases lost or
-    tied on the dev families and were on in no preset."""
+    wide_chunks > k_chunks (issue 21; docs/architecture.md §5, "Candidate recall"): with a flat first-round
+    prior (max p(c) <= wide_flat) round two also gets the similarity ranks k_chunks..wide_chunks.
+    Off in both presets (issue 21): title_max > 0, a chunk whose page already has ``title_max``
+    chunks ranked above it moves after every chunk that does not (order kept within both
+    parts); graph_gate, without ``rank_weights`` C_q ranked by (1 - g) prior / max(prior) +
+    g pi / max(pi), g = 1 - max(prior) / sum(prior) (docs/architecture.md §5). Removed after
+    measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare single-word names,
+    accent/article near-matches and embedded question phrases (lost or tied on the dev families)."""
 
     seeds: str = "ngram"
     seed_value: float = 1.0
@@ -215,6 +212,8 @@ class HybridOptions:
     hop_bridge: float = 1.0
     hop_bridge_max: float = 20
     hop_bridge_chunks: int = 1
+    hop_bridge_decay: float = 1.0
+    hop_bridge_near: float = 0.0
     hop_rounds: int = 1
     hop_bridge_titles: bool = False
     mmr: float = 0.0
@@ -225,6 +224,8 @@ class HybridOptions:
     hop_query_weight: float = 0.0
     rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
     graph_mix: str = "prior_only"
+    wide_chunks: int = 0
+    wide_flat: float = 1.0
 
     def __post_init__(self) -> None:
         if self.title_top < 0:
@@ -233,8 +234,8 @@ class HybridOptions:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
         if self.title_max < 0 or not self.hop_idf >= 0 or self.hop_rounds < 1 or min(
                 self.hop_dense, self.hop_dense_weight, self.mmr, self.hop_query, self.hop_query_bm25,
-                self.hop_query_weight) < 0:
-            raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr >= 0; hop_rounds >= 1")
+                self.hop_query_weight, self.wide_chunks, self.wide_flat, self.hop_bridge_decay, self.hop_bridge_near) < 0:
+            raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr, wide_* >= 0; hop_rounds >= 1")
         if any(n not in LINK_FEATURES for n in self.rank_links) or len(set(self.rank_links)) < len(self.rank_links):
             raise ValueError(f"rank_links: distinct names of {LINK_FEATURES}")
         if self.rank_weights and not all(math.isfinite(w) for w in self.rank_weights):

@@ -2,8 +2,8 @@
 issue 21, each measured beside the presets): the per-page cap (``title_max``), maximal
 marginal relevance over the ranker's order (``mmr``), bridge sources from named titles
 (``hop_bridge_titles``), the dense search moved towards the first hop (``hop_dense``),
-a second retrieval from the question and the first hop's bridge name (``hop_query``)
-and further bridge rounds (``hop_rounds``). Kept out of ``stitch.py`` so the default
+a second retrieval from the question and the first hop's bridge name (``hop_query``),
+further bridge rounds (``hop_rounds``) and a wider second-round pool (``wide_chunks``). Kept out of ``stitch.py`` so the default
 query route stays in its five modules (tests/test_layout.py).
 """
 from __future__ import annotations
@@ -34,6 +34,17 @@ def hop_dense(state, eng, q: np.ndarray, t: int, k: int) -> tuple[np.ndarray, np
     ids, sims = state.index.ann["chunk_vec"].search((v / n).astype(np.float32), k + 1)
     keep = ids != t
     return ids[keep][:k].astype(np.int64), np.maximum(sims[keep][:k].astype(np.float64), 0.0)
+
+
+def wide_pool(state, q: np.ndarray, prior: np.ndarray, k_chunks: int, wide: int,
+              flat: float) -> np.ndarray:
+    """``HybridOptions.wide_chunks`` (candidate recall, docs/architecture.md §5): the chunks
+    ranked k_chunks..wide by similarity to q when the first round's prior p over C_q is
+    flat (max p <= ``flat``), else none; they join the second round with the paper's prior."""
+    p = np.asarray(prior, np.float64)
+    if wide <= k_chunks or not p.size or p.max() / max(p.sum(), 1e-300) > flat:
+        return np.empty(0, np.int64)
+    return np.asarray(state.index.ann["chunk_vec"].search(q, wide)[0], np.int64)[k_chunks:]
 
 
 def hop_query(state, eng, text: str, t: int, k: int, bm25: bool,

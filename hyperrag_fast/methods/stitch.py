@@ -19,7 +19,8 @@ from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups
 from .base import OWN, MethodOutput, QueryState, missing
 from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight,  # noqa: F401
-                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best)
+                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best,
+                        wide_pool)
 
 
 def _ms(t0: float) -> float:
@@ -67,21 +68,28 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
     r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
                   seed_values=np.full(seeds.shape[0], hybrid.seed_value), detail=detail)
     bridged, r1 = False, r
-    sources = r.chunk_ids[:hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0].tolist()
+    n_src = hybrid.hop_bridge_chunks if hybrid.hop_bridge > 0 else 0
+    sources = [c for c, s in zip(r.chunk_ids[:n_src].tolist(), r.scores[:n_src].tolist())
+               if c == r.chunk_ids[0] or s >= hybrid.hop_bridge_near * r.scores[0]]
     if hybrid.hop_bridge > 0 and hybrid.hop_bridge_titles and named.size:
         sources += [c for c in _best_per_title(state.lookups[key], named, share) if c not in sources]
-    for t in sources:
+    for j, t in enumerate(sources):
         b_c, b_v = bridge_chunks(eng, q, t, _named_groups(state.lookups[key], text, t),
                                  hybrid.hop_bridge_max)  # the first round's top chunks' new names
         if b_c.size:
             c0 = np.concatenate([c0, b_c])
-            bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
+            bonus = np.concatenate([bonus, hybrid.hop_bridge * hybrid.hop_bridge_decay ** j * b_v])
             bridged = True
     if max(hybrid.hop_dense, hybrid.hop_query, hybrid.hop_query_bm25) > 0 and r.chunk_ids.size:
         d_c, d_v = dense_hops(state, eng, q, text, int(r.chunk_ids[0]), hybrid, lambda t: bridge_groups(
             eng, q, t, _named_groups(state.lookups[key], text, t)))  # offpreset.py
         if d_c.size:
             c0, bonus, bridged = np.concatenate([c0, d_c]), np.concatenate([bonus, d_v]), True
+    if hybrid.wide_chunks > o.k_chunks:  # candidate recall (offpreset.py)
+        w_c = wide_pool(state, q, r.cq_prior, o.k_chunks, hybrid.wide_chunks, hybrid.wide_flat)
+        if w_c.size:
+            c0, bonus, bridged = np.concatenate([c0, w_c]), np.concatenate([bonus, np.zeros(w_c.size)]), True
+            dense = np.concatenate([dense, w_c])
     if hybrid.hop_chunks > 0 or bridged:
         hop, hop_v = np.empty(0, np.int64), np.empty(0)
         if hybrid.hop_chunks > 0:
