@@ -336,11 +336,12 @@ def write_json_object(path: str | os.PathLike, items, ensure_ascii: bool = True)
             f.write((", " if i else "") + json.dumps(k, ensure_ascii=ensure_ascii) + ": ")
             if not isinstance(v, list) or not v:
                 f.write(json.dumps(v, ensure_ascii=ensure_ascii))
-                continue
-            f.write("[")
-            for b in range(0, len(v), JSON_PART):
-                f.write((", " if b else "") + json.dumps(v[b:b + JSON_PART], ensure_ascii=ensure_ascii)[1:-1])
-            f.write("]")
+            else:
+                f.write("[")
+                for b in range(0, len(v), JSON_PART):
+                    f.write((", " if b else "") + json.dumps(v[b:b + JSON_PART], ensure_ascii=ensure_ascii)[1:-1])
+                f.write("]")
+            v = None  # not held while a generator of items makes the next one
         f.write("}")
 
 
@@ -371,19 +372,27 @@ def load_raw(path: str | os.PathLike, mmap: bool = True
     """What :func:`save_raw` wrote (a ``raw_rel_vec.npy`` of an older save: its rows)."""
     d = Path(path)
     kg = RawKG.from_json(json.loads((d / "raw.json").read_text(encoding="utf-8")))
-    mode = "r" if mmap else None
-    ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
     if (d / "raw_rel_rep.npy").is_file():
-        rv = RowTable(np.asarray(np.load(d / "raw_rel_rep.npy", mmap_mode=mode)),
-                      np.load(d / "raw_rel_of.npy"))
-        if rv.of.size and (int(rv.of.min()) < 0 or int(rv.of.max()) >= rv.rep.shape[0]):
-            raise ValueError(f"{d / 'raw_rel_of.npy'}: row ids out of range")
+        ev, rv = load_raw_vectors(d, mmap)
     else:  # one row per relation (saved before RowTable): store each distinct row once
         dense = np.asarray(np.load(d / "raw_rel_vec.npy"), np.float32)
         rep, of = np.unique(dense, axis=0, return_inverse=True)
         rv = RowTable(np.ascontiguousarray(rep, np.float32), of.reshape(-1).astype(np.int32))
+        ev = np.load(d / "raw_ent_vec.npy", mmap_mode="r" if mmap else None)
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
     if ev.shape[0] != kg.n_entities or rv.shape[0] != kg.n_relations:
         raise ValueError(f"{d}: vectors do not match raw.json "
                          f"({ev.shape[0]}/{kg.n_entities} entities, {rv.shape[0]}/{kg.n_relations} relations)")
     return kg, np.asarray(ev), rv, meta
+
+
+def load_raw_vectors(path: str | os.PathLike, mmap: bool = True) -> tuple[np.ndarray, RowTable]:
+    """The raw entity vectors and relation :class:`RowTable` :func:`save_raw` wrote, memory
+    mapped by default (a page is resident once read, until the map is let go)."""
+    d, mode = Path(path), "r" if mmap else None
+    ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
+    rv = RowTable(np.asarray(np.load(d / "raw_rel_rep.npy", mmap_mode=mode)),
+                  np.load(d / "raw_rel_of.npy"))
+    if rv.of.size and (int(rv.of.min()) < 0 or int(rv.of.max()) >= rv.rep.shape[0]):
+        raise ValueError(f"{d / 'raw_rel_of.npy'}: row ids out of range")
+    return ev, rv
