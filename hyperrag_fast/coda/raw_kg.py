@@ -28,6 +28,7 @@ from ..records import Extraction
 
 MAX_PIECES = 8
 DEFAULT_TYPE = "entity"
+L2_BLOCK = 4096  # rows per norm of l2_rows_inplace (each row's norm is its own)
 
 
 @dataclass(frozen=True)
@@ -297,11 +298,13 @@ def l2_rows(x: np.ndarray) -> np.ndarray:
 
 
 def l2_rows_inplace(x: np.ndarray) -> np.ndarray:
-    """:func:`l2_rows` of a matrix the caller gives up: divided in place (the same
-    quotients), then cast to float32 (no copy when it is float32 already)."""
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    np.divide(x, n, out=x)
+    """:func:`l2_rows` of a matrix the caller gives up: divided in place, a block of rows at
+    a time (the same quotients, no squared copy), then float32 (no copy if it is)."""
+    for b in range(0, x.shape[0], L2_BLOCK):
+        blk = x[b:b + L2_BLOCK]
+        n = np.linalg.norm(blk, axis=1, keepdims=True)
+        n[n == 0] = 1.0
+        np.divide(blk, n, out=blk)
     return np.ascontiguousarray(x.astype(np.float32, copy=False))
 
 
@@ -375,8 +378,7 @@ def load_raw(path: str | os.PathLike, mmap: bool = True
     if (d / "raw_rel_rep.npy").is_file():
         ev, rv = load_raw_vectors(d, mmap)
     else:  # one row per relation (saved before RowTable): store each distinct row once
-        dense = np.asarray(np.load(d / "raw_rel_vec.npy"), np.float32)
-        rep, of = np.unique(dense, axis=0, return_inverse=True)
+        rep, of = np.unique(np.load(d / "raw_rel_vec.npy").astype(np.float32), axis=0, return_inverse=True)
         rv = RowTable(np.ascontiguousarray(rep, np.float32), of.reshape(-1).astype(np.int32))
         ev = np.load(d / "raw_ent_vec.npy", mmap_mode="r" if mmap else None)
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
@@ -387,8 +389,7 @@ def load_raw(path: str | os.PathLike, mmap: bool = True
 
 
 def load_raw_vectors(path: str | os.PathLike, mmap: bool = True) -> tuple[np.ndarray, RowTable]:
-    """The raw entity vectors and relation :class:`RowTable` :func:`save_raw` wrote, memory
-    mapped by default (a page is resident once read, until the map is let go)."""
+    """The raw entity vectors and relation table :func:`save_raw` wrote, memory-mapped."""
     d, mode = Path(path), "r" if mmap else None
     ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
     rv = RowTable(np.asarray(np.load(d / "raw_rel_rep.npy", mmap_mode=mode)),
