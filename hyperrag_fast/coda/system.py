@@ -19,7 +19,7 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..indexing.hypergraph import build_hypergraph
-from ..mmaps import trim_heap
+from ..mmaps import release, trim_heap
 from .consolidate import (MergeJudge, MergeTable, alias_pairs, consolidated_group_of,
                           merge_entities, record_types, spacy_types)
 from .graph import (GRAPH_DIR, BASE_DIR, CodaGraph, FastRPParams, consolidate, graph_parts,
@@ -115,6 +115,13 @@ def known_vectors(index) -> dict[str, np.ndarray]:
     return known
 
 
+def _release_vectors(index) -> None:
+    """The pages :func:`known_vectors`' lookups read leave the resident set when the
+    index's vectors are memory maps (clean pages, read again on the next access)."""
+    release(index.node_vec)
+    release(index.edge_vec)
+
+
 def merge_table_of(coda) -> MergeTable:
     """The merge table of a built system, or of a saved one a query opened."""
     if hasattr(coda, "table"):
@@ -175,6 +182,7 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     clock("raw_kg")
     emb = embedder or index.embedder
     ev, rv = raw_vectors(raw, emb, known_vectors(index), index.embedder_dim)
+    _release_vectors(index)
     trim_heap()  # the lookup table and the embed calls' buffers are gone
     clock("vectors")
     found = alias_pairs(c.text for c in index.chunks) if aliases else None
@@ -229,6 +237,7 @@ def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None 
         from .kg_vectors import embed_known
         emb = embedder or index.embedder
         nv, found = embed_known(g.node_desc, emb, known_vectors(index), index.embedder_dim)
+        _release_vectors(index)
         if not found.all():
             raise ValueError("consolidated groups fuse states into new descriptions; "
                              "an embedder is needed (pass embedder= or load the index with one)")
