@@ -151,7 +151,7 @@ def _build_missing(index_dir: str | os.PathLike, index, structures: Sequence[str
                 _save_graph(root / s, merge_variant(index, s[len("merge_"):]))
             elif s == "coda":
                 from .coda.system import build_coda
-                coda = build_coda(index)
+                coda = build_coda(index, assemble=False)  # the graphs: written as assembled
                 coda.save(root / "coda", release=True)  # then let go: bounded memory
                 table = coda.table
                 del coda

@@ -2,6 +2,7 @@
 ablation switches, alignment ranking, registered methods (CodaRAG §3)."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -630,3 +631,25 @@ def test_save_releasing_the_graph_writes_the_same_files(index, tmp_path):
                            if p.is_file()) and len(files) > 10
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+
+
+def test_lazy_build_saved_releasing_writes_the_eager_files(index, tmp_path):
+    """``build_coda(assemble=False)`` + ``save(release=True)`` (``hyperrag build-methods``:
+    graphs written as assembled, raw vectors mapped back from their files) writes what an
+    assembled system's plain save writes; meta.json differs only in its timings."""
+    a = build_coda(index)
+    assert a.graph is not None
+    a.save(tmp_path / "a")
+    b = build_coda(index, assemble=False)
+    assert b.graph is None
+    b.save(tmp_path / "b", release=True)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*")
+                           if p.is_file()) and len(files) > 30
+    for f in files:
+        if f.name != "meta.json":
+            assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    ma, mb = (json.loads((tmp_path / x / "meta.json").read_text()) for x in "ab")
+    for m in (ma, mb):
+        m.pop("build_s"), m.pop("stages")
+    assert ma == mb

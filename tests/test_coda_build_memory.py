@@ -10,9 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.coda.consolidate import label_types
-from hyperrag_fast.coda.graph import _merged_relations
+from hyperrag_fast.coda.graph import (FastRPParams, _merged_relations, _merged_rows, consolidate,
+                                     graph_parts, save_graph, write_graph)
 from hyperrag_fast.coda.kg_vectors import raw_vectors
-from hyperrag_fast.coda.raw_kg import MAX_PIECES, ChunkKG, RawKG, l2_rows, segment_sum
+from hyperrag_fast.coda.raw_kg import (MAX_PIECES, ChunkKG, RawKG, RowTable, l2_rows, l2_rows_inplace,
+                                      segment_sum)
 from hyperrag_fast.embed.hashing import HashingEmbedder
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -181,3 +183,62 @@ def test_raw_kg_matches_the_list_per_item_twin(kgs, labels):
     for k in ("rel_desc", "rel_kw", "rel_chunks"):
         lists = getattr(kg, k)
         assert len({id(x) for x in lists}) == len({tuple(x) for x in lists})
+
+
+def _merged_rows_twin(rep: np.ndarray, ptr: np.ndarray, rows: np.ndarray):
+    """The tuple-per-relation code the arrays replaced: a dict of member-row tuples in
+    first-seen order, then one L2 segment sum per distinct tuple."""
+    ids: dict[tuple, int] = {}
+    of = [ids.setdefault(tuple(rows[a:b].tolist()), len(ids)) for a, b in zip(ptr, ptr[1:])]
+    uniq = list(ids)
+    uptr = np.zeros(len(uniq) + 1, np.int64)
+    uptr[1:] = np.cumsum([len(t) for t in uniq])
+    idx = np.array([x for t in uniq for x in t], np.int64)
+    out = segment_sum(uptr, idx, rep) if uniq else np.zeros((0, rep.shape[1]), np.float32)
+    return l2_rows(out), np.array(of, np.int32)
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=4), max_size=30),
+       st.integers(0, 2 ** 31 - 1))
+def test_merged_rows_match_the_tuple_twin(members, seed):
+    """Relation rows grouped with arrays (one-member relations by row id, only the rest
+    as tuples) = one row per distinct member tuple in first-seen order, bit for bit."""
+    rep = np.random.default_rng(seed).normal(size=(6, 5)).astype(np.float32)
+    ptr = np.zeros(len(members) + 1, np.int64)
+    ptr[1:] = np.cumsum([len(m) for m in members])
+    rows = np.array([x for m in members for x in m], np.int32)
+    got = _merged_rows(RowTable(rep, np.arange(6, dtype=np.int32)), ptr, rows)
+    want_rep, want_of = _merged_rows_twin(rep, ptr, rows)
+    assert got.of.dtype == np.int32 and got.of.tolist() == want_of.tolist()
+    assert got.rep.dtype == np.float32 and got.rep.tobytes() == want_rep.tobytes()
+
+
+@SETTINGS
+@given(st.integers(0, 9000), st.integers(1, 40), st.sampled_from([np.float32, np.float64]),
+       st.integers(0, 2 ** 31 - 1))
+def test_l2_rows_in_blocks_match_the_whole_matrix(n, d, dtype, seed):
+    """Row norms a block at a time = over the whole matrix (each row's norm is its own)."""
+    x = (np.random.default_rng(seed).normal(size=(n, d)) * 10.0 ** (seed % 7 - 3)).astype(dtype)
+    x[::5] = 0
+    assert l2_rows_inplace(x.copy()).tobytes() == l2_rows(x).tobytes()
+
+
+@SETTINGS
+@given(chunk_kgs(), st.data())
+def test_graph_written_part_by_part_is_the_saved_graph(tmp_path_factory, kgs, data):
+    """write_graph(graph_parts(...)) (the build step: nothing held whole) writes byte for
+    byte what save_graph(consolidate(...)) writes, merged or not."""
+    kg = RawKG.from_chunk_kgs(kgs)
+    ev, rv = raw_vectors(kg, EMB, {}, EMB.dim)
+    heads = data.draw(st.lists(st.sampled_from(kg.ent_key or ["-"]), min_size=kg.n_entities,
+                               max_size=kg.n_entities))
+    group = dict(zip(kg.ent_key, heads))
+    tmp = tmp_path_factory.mktemp("g")
+    for i, go in enumerate((None, group.get)):
+        save_graph(tmp / f"a{i}", consolidate(kg, ev, rv, go, FastRPParams(dim=8)))
+        write_graph(tmp / f"b{i}", kg.n_chunks, graph_parts(kg, ev, rv, go, FastRPParams(dim=8)))
+        files = sorted(p.name for p in (tmp / f"a{i}").iterdir())
+        assert files == sorted(p.name for p in (tmp / f"b{i}").iterdir()) and len(files) == 18
+        for f in files:
+            assert (tmp / f"a{i}" / f).read_bytes() == (tmp / f"b{i}" / f).read_bytes(), f

@@ -149,7 +149,7 @@ def consolidated_group_of(table: MergeTable) -> Callable[[str], str]:
 
 
 # ------------------------------------------------------------------ candidates
-def candidate_pairs(vec: np.ndarray, gate: float, k: int = 10, batch: int = 512
+def candidate_pairs(vec: np.ndarray, gate: float, k: int = 10, batch: int = 256
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (i < j) among each row's exact top-``k + 1`` other rows with cosine >= gate,
     best first (score, then i, then j). Exact, in bounded memory: blocks of ``batch``

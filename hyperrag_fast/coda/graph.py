@@ -24,7 +24,7 @@ import numpy as np
 from ..config import FastRPParams  # noqa: F401  (FastRP's defaults live in config)
 from ..kernels.csr import csr_from_pairs
 from ..kernels.fastrp import fastrp_into
-from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, _unique_rows, add_unique, as_rows,
+from .raw_kg import (DEFAULT_TYPE, RawKG, RowTable, add_unique, as_rows,
                      l2_rows_inplace, segment_sum, write_json_object)
 
 PROJECTION_ROWS = 1 << 20  # random draws per block of fastrp_projection (bounded memory)
@@ -120,13 +120,17 @@ def consolidate(kg: RawKG, ent_vec: np.ndarray, rel_vec: np.ndarray,
     """Apply a name grouping (``group_of(key) -> canonical key``, e.g.
     ``consolidate.MergeTable.group_of``) to the raw KG: one node per group, one edge
     per distinct node pair (duplicates merged), self-loops dropped (CodaRAG §3.2)."""
-    return _assemble(kg, ent_vec, rel_vec, group_of, frp or FastRPParams())
+    parts = dict(graph_parts(kg, ent_vec, rel_vec, group_of, frp or FastRPParams()))
+    rv = RowTable(parts.pop("rel_rep"), parts.pop("rel_of"))
+    return CodaGraph(n_chunks=kg.n_chunks, rel_vec=rv, **parts)
 
 
-def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams) -> CodaGraph:
-    """:func:`consolidate`. The FastRP rows are computed from the adjacency before the
-    vectors and texts exist (the same rows: FastRP reads the adjacency only), so its three
-    n x dim float64 matrices are not held beside them (docs/architecture.md §7)."""
+def graph_parts(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams):
+    """(name, value) of every array and text of :func:`consolidate`'s graph, each let go
+    once yielded, texts in ``TEXTS`` order: :func:`write_graph` saves a graph without
+    holding it whole (docs/architecture.md §7). The FastRP rows come first, from the
+    adjacency only, before any vector or text exists; ``ent_vec`` and ``rel_vec`` are
+    read late and released after use (they may be memory maps the caller let go)."""
     gid: dict[str, int] = {}
     raw_to_ent = np.empty(kg.n_entities, np.int64)
     for i, key in enumerate(kg.ent_key):
@@ -138,6 +142,8 @@ def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams
         members[g].append(i)
     # relations: remap, drop self-loops, dedupe by node pair (first seen), as arrays
     rptr, ridx, rel_src, rel_tgt, rel_strength = _merged_relations(kg, raw_to_ent, n)
+    yield "raw_to_ent", raw_to_ent
+    del raw_to_ent
     # adjacency: both directions of every relation, CSR by source (stable)
     m = rel_src.shape[0]
     rows = np.concatenate([rel_src, rel_tgt]).astype(np.int64)
@@ -148,23 +154,39 @@ def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams
     adj_rel = np.concatenate([np.arange(m), np.arange(m)])[order].astype(np.int32)
     adj_w = rel_strength[adj_rel].astype(np.float64) if m else np.zeros(0)
     del rows, pos, order
-    frp = fastrp_rows(n, adj_ptr, adj_nbr, adj_w, p)
+    yield "frp", fastrp_rows(n, adj_ptr, adj_nbr, adj_w, p)
+    yield from (("rel_src", rel_src), ("rel_tgt", rel_tgt), ("rel_strength", rel_strength),
+                ("adj_ptr", adj_ptr), ("adj_nbr", adj_nbr), ("adj_rel", adj_rel), ("adj_w", adj_w))
+    del rel_src, rel_tgt, rel_strength, adj_ptr, adj_nbr, adj_rel, adj_w
     # entities: the member with most chunks names the node (ties: first seen)
-    ent_key = list(gid)
-    ent_name, ent_type, ent_desc, ent_chunks = [], [], [], []
-    for g, mem in enumerate(members):
-        head = max(mem, key=lambda i: (len(kg.ent_chunks[i]), -i))
-        ent_name.append(kg.ent_name[head])
+    yield "ent_key", list(gid)
+    del gid
+    heads = [max(mem, key=lambda i: (len(kg.ent_chunks[i]), -i)) for mem in members]
+    yield "ent_name", [kg.ent_name[h] for h in heads]
+    ent_type = []
+    for h, mem in zip(heads, members):
         types = Counter(kg.ent_type[i] for i in mem if kg.ent_type[i] != DEFAULT_TYPE)
-        ent_type.append(types.most_common(1)[0][0] if types else kg.ent_type[head])
+        ent_type.append(types.most_common(1)[0][0] if types else kg.ent_type[h])
+    del heads
+    yield "ent_type", ent_type
+    del ent_type
+    ent_desc = []
+    for mem in members:
         descs: list[str] = []
         for i in mem:
             for d in kg.ent_desc[i]:
                 add_unique(descs, d)
         ent_desc.append(" ".join(descs))
-        ent_chunks.append(sorted({c for i in mem for c in kg.ent_chunks[i]}))
+    yield "ent_desc", ent_desc
+    del ent_desc
+    ecp, ecs = _csr_lists([sorted({c for i in mem for c in kg.ent_chunks[i]}) for mem in members])
+    yield from (("ent_chunk_ptr", ecp), ("ent_chunks", ecs))
+    del ecp, ecs
     mptr, midx = _csr_lists(members)
-    ev = l2_rows_inplace(segment_sum(mptr, midx, ent_vec)) if n else np.zeros((0, ent_vec.shape[1]), np.float32)
+    del members
+    yield "ent_vec", (l2_rows_inplace(segment_sum(mptr, midx, ent_vec)) if n
+                      else np.zeros((0, ent_vec.shape[1]), np.float32))
+    del mptr, midx, ent_vec
     rel_desc, rel_kw, rcp, rcs = [], [], [0], []
     rp, rx = rptr.tolist(), ridx.tolist()
     for r in range(len(rp) - 1):
@@ -180,14 +202,17 @@ def _assemble(kg: RawKG, ent_vec: np.ndarray, rel_vec, group_of, p: FastRPParams
         rel_kw.append(", ".join(k))
         rcs += sorted({c for j in m for c in kg.rel_chunks[j]})
         rcp.append(len(rcs))
-    rcp, rcs = np.array(rcp, np.int64), np.array(rcs, np.int32)
-    ofm = as_rows(rel_vec).of[ridx].tolist()
-    rv = _merged_rows(as_rows(rel_vec), (tuple(ofm[a:b]) for a, b in zip(rp, rp[1:])))
-    del rp, rx, rptr, ridx, ofm
-    ecp, ecs = _csr_lists(ent_chunks)
-    return CodaGraph(kg.n_chunks, ent_key, ent_name, ent_type, ent_desc, raw_to_ent, rel_src,
-                     rel_tgt, rel_strength, rel_desc, rel_kw, adj_ptr, adj_nbr, adj_rel, adj_w,
-                     ecp, ecs, rcp, rcs, ev, rv, frp)
+    del rp, rx
+    yield "rel_desc", rel_desc
+    del rel_desc
+    yield "rel_kw", rel_kw
+    del rel_kw
+    yield from (("rel_chunk_ptr", np.array(rcp, np.int64)), ("rel_chunks", np.array(rcs, np.int32)))
+    del rcp, rcs
+    raw = as_rows(rel_vec)
+    del rel_vec
+    rv = _merged_rows(raw, rptr, raw.of[ridx])
+    yield from (("rel_rep", rv.rep), ("rel_of", rv.of))
 
 
 def _merged_relations(kg: RawKG, raw_to_ent: np.ndarray, n: int):
@@ -213,15 +238,32 @@ def _merged_relations(kg: RawKG, raw_to_ent: np.ndarray, n: int):
             strength)
 
 
-def _merged_rows(raw: RowTable, member_rows) -> RowTable:
-    """L2 sum of the member rows of each merged relation (``member_rows``: a tuple of raw
-    row ids per relation), computed once per distinct tuple (the values a dense
-    computation gives, row for row)."""
-    uniq, of = _unique_rows(list(member_rows))
-    if not uniq:
-        return RowTable(np.zeros((0, raw.rep.shape[1]), np.float32), of)
-    ptr, idx = _csr_lists(uniq)
-    return RowTable(l2_rows_inplace(segment_sum(ptr, idx, raw.rep)), of)
+def _merged_rows(raw: RowTable, ptr: np.ndarray, rows: np.ndarray) -> RowTable:
+    """L2 sum of the member rows of each merged relation (relation r's raw row ids:
+    ``rows[ptr[r]:ptr[r+1]]``), computed once per distinct id sequence, the distinct
+    sequences in first-seen order (the values a dense computation gives, row for row).
+    Grouped with arrays: a one-member relation's sequence is its row id; only the
+    sequences of two or more ids are Python tuples (docs/architecture.md §7)."""
+    cnt = np.diff(ptr)
+    if cnt.size == 0:
+        return RowTable(np.zeros((0, raw.rep.shape[1]), np.float32), np.zeros(0, np.int32))
+    code = np.where(cnt == 1, rows[np.minimum(ptr[:-1], max(rows.size - 1, 0))], -1).astype(np.int64)
+    multi = np.flatnonzero(cnt != 1)
+    if multi.size:
+        ids: dict[tuple, int] = {}
+        code[multi] = [raw.rep.shape[0] + ids.setdefault(tuple(rows[ptr[r]:ptr[r + 1]].tolist()), len(ids))
+                       for r in multi.tolist()]
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # distinct sequences in first-seen order
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    head = first[order]  # the first relation of each distinct sequence
+    lens = cnt[head]
+    uptr = np.zeros(head.size + 1, np.int64)
+    uptr[1:] = np.cumsum(lens)
+    idx = rows[np.repeat(ptr[head] - uptr[:-1], lens) + np.arange(uptr[-1])]
+    return RowTable(l2_rows_inplace(segment_sum(uptr, idx, raw.rep)),
+                    rank[inv.reshape(-1)].astype(np.int32))
 
 
 def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
@@ -256,6 +298,30 @@ def save_graph(d: str | os.PathLike, g: CodaGraph) -> Path:
     (d / "graph.json").write_text(json.dumps({"n_chunks": g.n_chunks,
                                               "n_entities": g.n_entities,
                                               "n_relations": g.n_relations}), encoding="utf-8")
+    return d
+
+
+def write_graph(d: str | os.PathLike, n_chunks: int, parts) -> Path:
+    """:func:`save_graph` of the graph whose (name, value) items ``parts`` yields
+    (:func:`graph_parts`), each written as it comes and let go: the same files, without
+    the graph held whole (docs/architecture.md §7)."""
+    d = Path(d)
+    d.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+
+    def texts():
+        for k, v in parts:
+            if k in TEXTS:
+                yield k, v
+            else:
+                counts[k] = int(v.shape[0])
+                np.save(d / f"{k}.npy", np.ascontiguousarray(v))
+            v = None  # noqa: F841  (not held while the next part is made)
+
+    write_json_object(d / "texts.json", texts(), ensure_ascii=False)
+    (d / "graph.json").write_text(json.dumps({"n_chunks": n_chunks,
+                                              "n_entities": counts["ent_vec"],
+                                              "n_relations": counts["rel_src"]}), encoding="utf-8")
     return d
 
 

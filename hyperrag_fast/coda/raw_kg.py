@@ -28,6 +28,7 @@ from ..records import Extraction
 
 MAX_PIECES = 8
 DEFAULT_TYPE = "entity"
+L2_BLOCK = 4096  # rows per norm of l2_rows_inplace (each row's norm is its own)
 
 
 @dataclass(frozen=True)
@@ -297,11 +298,13 @@ def l2_rows(x: np.ndarray) -> np.ndarray:
 
 
 def l2_rows_inplace(x: np.ndarray) -> np.ndarray:
-    """:func:`l2_rows` of a matrix the caller gives up: divided in place (the same
-    quotients), then cast to float32 (no copy when it is float32 already)."""
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    np.divide(x, n, out=x)
+    """:func:`l2_rows` of a matrix the caller gives up: divided in place, a block of rows at
+    a time (the same quotients, no squared copy), then float32 (no copy if it is)."""
+    for b in range(0, x.shape[0], L2_BLOCK):
+        blk = x[b:b + L2_BLOCK]
+        n = np.linalg.norm(blk, axis=1, keepdims=True)
+        n[n == 0] = 1.0
+        np.divide(blk, n, out=blk)
     return np.ascontiguousarray(x.astype(np.float32, copy=False))
 
 
@@ -336,11 +339,12 @@ def write_json_object(path: str | os.PathLike, items, ensure_ascii: bool = True)
             f.write((", " if i else "") + json.dumps(k, ensure_ascii=ensure_ascii) + ": ")
             if not isinstance(v, list) or not v:
                 f.write(json.dumps(v, ensure_ascii=ensure_ascii))
-                continue
-            f.write("[")
-            for b in range(0, len(v), JSON_PART):
-                f.write((", " if b else "") + json.dumps(v[b:b + JSON_PART], ensure_ascii=ensure_ascii)[1:-1])
-            f.write("]")
+            else:
+                f.write("[")
+                for b in range(0, len(v), JSON_PART):
+                    f.write((", " if b else "") + json.dumps(v[b:b + JSON_PART], ensure_ascii=ensure_ascii)[1:-1])
+                f.write("]")
+            v = None  # not held while a generator of items makes the next one
         f.write("}")
 
 
@@ -371,19 +375,25 @@ def load_raw(path: str | os.PathLike, mmap: bool = True
     """What :func:`save_raw` wrote (a ``raw_rel_vec.npy`` of an older save: its rows)."""
     d = Path(path)
     kg = RawKG.from_json(json.loads((d / "raw.json").read_text(encoding="utf-8")))
-    mode = "r" if mmap else None
-    ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
     if (d / "raw_rel_rep.npy").is_file():
-        rv = RowTable(np.asarray(np.load(d / "raw_rel_rep.npy", mmap_mode=mode)),
-                      np.load(d / "raw_rel_of.npy"))
-        if rv.of.size and (int(rv.of.min()) < 0 or int(rv.of.max()) >= rv.rep.shape[0]):
-            raise ValueError(f"{d / 'raw_rel_of.npy'}: row ids out of range")
+        ev, rv = load_raw_vectors(d, mmap)
     else:  # one row per relation (saved before RowTable): store each distinct row once
-        dense = np.asarray(np.load(d / "raw_rel_vec.npy"), np.float32)
-        rep, of = np.unique(dense, axis=0, return_inverse=True)
+        rep, of = np.unique(np.load(d / "raw_rel_vec.npy").astype(np.float32), axis=0, return_inverse=True)
         rv = RowTable(np.ascontiguousarray(rep, np.float32), of.reshape(-1).astype(np.int32))
+        ev = np.load(d / "raw_ent_vec.npy", mmap_mode="r" if mmap else None)
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
     if ev.shape[0] != kg.n_entities or rv.shape[0] != kg.n_relations:
         raise ValueError(f"{d}: vectors do not match raw.json "
                          f"({ev.shape[0]}/{kg.n_entities} entities, {rv.shape[0]}/{kg.n_relations} relations)")
     return kg, np.asarray(ev), rv, meta
+
+
+def load_raw_vectors(path: str | os.PathLike, mmap: bool = True) -> tuple[np.ndarray, RowTable]:
+    """The raw entity vectors and relation table :func:`save_raw` wrote, memory-mapped."""
+    d, mode = Path(path), "r" if mmap else None
+    ev = np.load(d / "raw_ent_vec.npy", mmap_mode=mode)
+    rv = RowTable(np.asarray(np.load(d / "raw_rel_rep.npy", mmap_mode=mode)),
+                  np.load(d / "raw_rel_of.npy"))
+    if rv.of.size and (int(rv.of.min()) < 0 or int(rv.of.max()) >= rv.rep.shape[0]):
+        raise ValueError(f"{d / 'raw_rel_of.npy'}: row ids out of range")
+    return ev, rv

@@ -19,13 +19,14 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..indexing.hypergraph import build_hypergraph
-from ..mmaps import trim_heap
+from ..mmaps import release, trim_heap
 from .consolidate import (MergeJudge, MergeTable, alias_pairs, consolidated_group_of,
                           merge_entities, record_types, spacy_types)
-from .graph import GRAPH_DIR, BASE_DIR, CodaGraph, FastRPParams, consolidate, save_graph
+from .graph import (GRAPH_DIR, BASE_DIR, CodaGraph, FastRPParams, consolidate, graph_parts,
+                    save_graph, write_graph)
 from .kg_vectors import raw_vectors
 from .raw_kg import (ChunkKG, RawKG, RowTable, chunk_kgs_from_extractions, load_raw,
-                     save_raw)
+                     load_raw_vectors, save_raw)
 
 MERGE_FILE = "merge_table.json"
 
@@ -43,9 +44,10 @@ class CodaSystem:
     frp: FastRPParams = field(default_factory=FastRPParams)
     graph: CodaGraph | None = None
     _base: CodaGraph | None = None
+    lazy: bool = False  # no graph assembled until save(release=True) writes them
 
     def __post_init__(self) -> None:
-        if self.graph is None:
+        if self.graph is None and not self.lazy:
             self.apply()
 
     @property
@@ -66,21 +68,28 @@ class CodaSystem:
     def save(self, path: str | Path, release: bool = False) -> Path:
         """Write the raw KG, its vectors, ``meta.json`` and ``merge_table.json`` (what a
         changed table is applied to) and the assembled graphs a query opens
-        (``graph/``: consolidated; ``base_graph/``: no merge). ``release``: let the
-        consolidated graph go once written (``graph`` is None after), so the unmerged one
-        is assembled without it held: the build step's peak memory (the caller drops the
-        system next)."""
+        (``graph/``: consolidated; ``base_graph/``: no merge). ``release`` (the build
+        step; the caller drops the system next): no graph is held (``graph`` is None
+        after), each is written array by array as it is assembled, and the raw vectors
+        are memory maps of the files just written, read as a graph needs them: the build
+        step's peak memory (docs/architecture.md §7)."""
         d = save_raw(path, self.raw, self.raw_ent_vec, self.raw_rel_vec, self.meta)
         self.table.save(d / MERGE_FILE)
-        save_graph(d / GRAPH_DIR, self.graph)
-        if release:
-            self.graph = None
-            trim_heap()  # what the graph held goes back before the next one is assembled
-        base = self._base or consolidate(self.raw, self.raw_ent_vec, self.raw_rel_vec, None,
-                                         self.frp)
-        save_graph(d / BASE_DIR, base)  # not kept: memory
-        del base
-        trim_heap()
+        if release:  # the vectors are read back from the files as each graph needs them
+            self.graph, self._base = None, None
+            self.raw_ent_vec, self.raw_rel_vec = load_raw_vectors(d)
+            trim_heap()
+        for sub, g, group_of in ((GRAPH_DIR, self.graph, self.table.group_of()),
+                                 (BASE_DIR, self._base, None)):
+            if g is not None:
+                save_graph(d / sub, g)
+                continue
+            vecs = load_raw_vectors(d) if release else (self.raw_ent_vec, self.raw_rel_vec)
+            parts = graph_parts(self.raw, *vecs, group_of, self.frp)
+            del vecs  # the maps go once the graph's parts are made
+            write_graph(d / sub, self.raw.n_chunks, parts)
+            del parts
+            trim_heap()
         return d
 
 
@@ -104,6 +113,13 @@ def known_vectors(index) -> dict[str, np.ndarray]:
                                     if t not in sentences}
     known.update(zip(g.edge_text, index.edge_vec))
     return known
+
+
+def _release_vectors(index) -> None:
+    """The pages :func:`known_vectors`' lookups read leave the resident set when the
+    index's vectors are memory maps (clean pages, read again on the next access)."""
+    release(index.node_vec)
+    release(index.edge_vec)
 
 
 def merge_table_of(coda) -> MergeTable:
@@ -135,14 +151,17 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
                type_of: Callable[[str], str] | None = None, gate: float = 0.85,
                high_gate: float = 0.95, k_candidates: int = 10,
                frp: FastRPParams | None = None, types: Sequence[str] = (),
-               use_spacy_types: bool = True, aliases: bool = True) -> CodaSystem:
+               use_spacy_types: bool = True, aliases: bool = True,
+               assemble: bool = True) -> CodaSystem:
     """CODA system of ``index``: raw KG (from ``chunk_kgs`` — e.g. the LLM path's
     ``LLMKGExtractor.extract(index.chunks)`` — or offline from ``index.extractions``),
     vectors, merging (``judge`` or the offline rule) and the consolidated graph.
     Offline entity types: ``type_of(key)``, else spaCy labels (:func:`offline_types`)
     when ``use_spacy_types`` and spaCy is installed, else ``"entity"``. ``aliases``
     (ours): also merge the abbreviation / "also known as" aliases found in the chunk
-    texts (:func:`~.consolidate.alias_pairs`); False = the published merging only."""
+    texts (:func:`~.consolidate.alias_pairs`); False = the published merging only.
+    ``assemble=False``: no graph assembled here (the build step's ``save(release=True)``
+    writes them as it assembles them)."""
     t0 = time.perf_counter()
     clock = _Stages()
     types_from = "given" if type_of is not None else "none"
@@ -163,6 +182,7 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
     clock("raw_kg")
     emb = embedder or index.embedder
     ev, rv = raw_vectors(raw, emb, known_vectors(index), index.embedder_dim)
+    _release_vectors(index)
     trim_heap()  # the lookup table and the embed calls' buffers are gone
     clock("vectors")
     found = alias_pairs(c.text for c in index.chunks) if aliases else None
@@ -177,7 +197,8 @@ def build_coda(index, chunk_kgs: Sequence[ChunkKG] | None = None,
             "n_extraction_errors": len(raw.errors),
             "counts": {"raw_entities": raw.n_entities, "raw_relations": raw.n_relations,
                        "distinct_relation_rows": int(rv.rep.shape[0])}}
-    sys_ = CodaSystem(raw, ev, rv, table, meta, frp or FastRPParams())
+    sys_ = CodaSystem(raw, ev, rv, table, meta, frp or FastRPParams(), lazy=not assemble)
+    del ev, rv
     clock("graph")
     sys_.meta["build_s"] = round(time.perf_counter() - t0, 3)
     sys_.meta["stages"] = clock.out
@@ -216,6 +237,7 @@ def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None 
         from .kg_vectors import embed_known
         emb = embedder or index.embedder
         nv, found = embed_known(g.node_desc, emb, known_vectors(index), index.embedder_dim)
+        _release_vectors(index)
         if not found.all():
             raise ValueError("consolidated groups fuse states into new descriptions; "
                              "an embedder is needed (pass embedder= or load the index with one)")
