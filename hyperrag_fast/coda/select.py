@@ -1,5 +1,5 @@
 """Chunk selection helpers of CODA's relevance alignment (coda/retrieve.py module
-docstring: ``dedup_sim``, ``diversity``, ``cover_weight``, ``align_pool="max"``;
+docstring: ``dedup_sim``, ``diversity``, ``cover_weight``;
 docs/architecture.md §7)."""
 from __future__ import annotations
 
@@ -73,21 +73,3 @@ def _cover(chunk_vec, ids, score, top_k, lam, limit, postings, n_docs) -> np.nda
                 break
     return np.asarray(chosen, np.int64)
 
-
-def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
-    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
-    parts_c, parts_w = [], []
-    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
-                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
-        if items.size:
-            ptr, cs = np.asarray(ptr), np.asarray(cs)  # plain views of memmaps
-            lens = ptr[items + 1] - ptr[items]
-            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
-            parts_w.append(np.repeat(w, lens))
-    if not parts_c:
-        return np.zeros(0, np.int64), np.zeros(0)
-    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
-    ids, inv = np.unique(c, return_inverse=True)
-    best = np.zeros(ids.size)
-    np.maximum.at(best, inv, w)
-    return ids, best
