@@ -2,7 +2,7 @@
 against slow twins: ``icode_topk`` (int8 codes of the rows and of the query, the exact
 top-k), ``code_l1``, ``max_chunks`` (``align_pool="max"``), ``functional_topk`` with
 repeated rows, and the query-side pieces built on them (``QuerySims.release``,
-``CodaRetriever._dense_pool``)."""
+``CodaRetriever._dense_pool``, ``select_lazy_facts``)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from hyperrag_fast.ann import top_k_desc
 from hyperrag_fast.coda.fast import GraphSims, QuerySims, chunk_sims, codes
-from hyperrag_fast.coda.retrieve import CodaRetriever
+from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
+from hyperrag_fast.coda.select import select, select_lazy_facts
 from hyperrag_fast.kernels.coda_assoc import functional_topk, max_chunks
 from hyperrag_fast.kernels.dense import code_l1, code_topk, icode_topk, quantize_rows
 
@@ -169,3 +170,32 @@ def test_query_sims_release_resets_and_reuses_the_arrays():
     assert S3.ent is not ent and np.isnan(S3.ent).all()
     S2.fill(np.array([4]), None)
     np.testing.assert_array_equal(S2.ent[4], np.float32(g.ent_vec[4] @ q))
+
+
+@SETTINGS
+@given(st.integers(1, 120), st.integers(0, 10), st.integers(0, 2**32 - 1),
+       st.sampled_from(["plain", "dedup", "cover", "mmr"]), st.booleans())
+def test_lazy_facts_select_as_over_all_candidates(n, top_k, seed, mode, ties):
+    """``select_lazy_facts`` = ``select`` over ``score + fact_weight * best`` of every
+    candidate: the same chunks, order and scores (``ties``: equal scores and facts)."""
+    rng = np.random.default_rng(seed)
+    n_chunks = 3 * n
+    ids = rng.choice(n_chunks, size=n, replace=False).astype(np.int64)
+    chunk_vec = _rows(rng, n_chunks, 6, dup=True)
+    score = rng.random(n) * 2
+    best = rng.uniform(-1, 1, n)
+    if ties:
+        score, best = np.round(score, 1), np.round(best, 1)
+    upper = np.minimum(1.0, best + rng.random(n) * 0.5)  # any bound >= best
+    o = CodaOptions(fact_weight=0.2, dedup_sim=0.9 if mode != "plain" else 0.0,
+                    cover_weight=0.5 if mode == "cover" else 0.0,
+                    diversity=0.3 if mode == "mmr" else 0.0)
+    post = ([rng.choice(n_chunks, size=rng.integers(1, n_chunks), replace=False)
+             for _ in range(rng.integers(0, 4))] if mode == "cover" else None)
+    def best_of(c):
+        return np.array([best[int(np.flatnonzero(ids == x)[0])] for x in c])
+    pos, sc = select_lazy_facts(chunk_vec, ids, score, top_k, o, post, n_chunks, best_of, upper)
+    full = score + o.fact_weight * best
+    want = select(chunk_vec, ids, full, top_k, o, post, n_chunks)
+    assert ids[pos].tolist() == ids[want].tolist()
+    np.testing.assert_array_equal(sc, full[want])

@@ -62,7 +62,7 @@ from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
 from ..kernels.dense import icode_topk
 from .fast import QuerySims, chunk_sims, codes, gather_sims, graph_sims
-from .select import _cover, _dedup, _mmr
+from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -124,7 +124,7 @@ class CodaRetriever:
         self._all_ents = np.arange(graph.n_entities, dtype=np.int64)
         self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
         self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
-        self._ccodes = None  # sims="lazy": chunk_vec's int8 codes (_dense_pool)
+        self._ccodes = self._sent_norm = None  # sims="lazy": _dense_pool, _fact_upper
         self._sent_ptr = self._sent_ord = None  # chunk -> its sentences (CSR)
         if sent_chunk is not None:
             sc = np.asarray(sent_chunk, np.int64)
@@ -317,18 +317,31 @@ class CodaRetriever:
                                         else np.zeros(extra.size)])
                 srt = np.argsort(ids, kind="stable")  # ids are distinct: lid's positions
                 score[srt[np.searchsorted(ids, lid, sorter=srt)]] += o.lexical_weight * ls
+        cover = o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None
+        post, n_docs = (bm25.postings(text), bm25.n_docs) if cover else (None, 0)
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
-            score = score + o.fact_weight * self._best_sentence(q, ids, o.sims == "lazy")
-        o_ = np.lexsort((ids, -score))
-        if o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None:
-            o_ = _cover(self.chunk_vec, ids, score, top_k, o.cover_weight, o.dedup_sim,
-                        bm25.postings(text), bm25.n_docs)
-        elif o.diversity > 0 and self.chunk_vec is not None:
-            o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
-        elif o.dedup_sim > 0 and self.chunk_vec is not None:
-            o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)
-        o_ = o_[:top_k]
+            if o.sims == "lazy":  # best sentences only where the selection can reach
+                pos, sc = select_lazy_facts(self.chunk_vec, ids, score, top_k, o, post, n_docs,
+                                            lambda c: self._best_sentence(q, c, True),
+                                            self._fact_upper(q, ids))
+                return ids[pos].astype(np.int64), sc
+            score = score + o.fact_weight * self._best_sentence(q, ids)
+        o_ = select(self.chunk_vec, ids, score, top_k, o, post, n_docs)
         return ids[o_].astype(np.int64), score[o_]
+
+    def _fact_upper(self, q, ids) -> np.ndarray:
+        """Upper bounds of :meth:`_best_sentence`: |q| x the chunk's largest sentence norm
+        (+ the float32 dots' rounding), -1 for a chunk without sentences."""
+        if self._sent_norm is None:  # a benign race, as _chunk_codes
+            sv = np.asarray(self.sent_vec)
+            nrm = np.concatenate([np.linalg.norm(sv[b:b + 4096].astype(np.float64), axis=1)
+                                  for b in range(0, sv.shape[0], 4096)] or [np.zeros(0)])
+            mx = np.zeros(self.g.n_chunks)
+            np.maximum.at(mx, np.asarray(self.sent_chunk, np.int64), nrm)
+            self._sent_norm = mx
+        has = self._sent_ptr[ids + 1] > self._sent_ptr[ids]
+        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
+        return np.where(has, qn * self._sent_norm[ids] * (1 + 1e-4) + 1e-6, -1.0)
 
     def _chunk_codes(self):
         """(int8 codes, scales, code L1 norms, float32 rows) of ``chunk_vec`` (made on
