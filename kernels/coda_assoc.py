@@ -138,10 +138,9 @@ def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels
 
 
 @jit
-def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
-    """Relevance alignment (ours, docs/architecture.md §7): every source chunk of the
-    kept items with the sum of their weights. Returns (chunk ids ascending, summed
-    weights). Work and memory are proportional to the items' chunk lists."""
+def _pool_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w, use_max):
+    """Every source chunk of the kept items (ascending) with the sum (``use_max``: the
+    largest, floored at 0) of their weights."""
     pc, ps, o = _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w)
     n = pc.shape[0]
     ids = np.empty(n, dtype=np.int64)
@@ -154,9 +153,27 @@ def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels,
             nz += 1
             ids[nz] = c
             last = c
-        tot[nz] += ps[o[t]]
+        if use_max:
+            tot[nz] = max(tot[nz], ps[o[t]])
+        else:
+            tot[nz] += ps[o[t]]
     nz += 1
     return ids[:nz].copy(), tot[:nz].copy()
+
+
+@jit
+def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
+    """Relevance alignment (ours, docs/architecture.md §7): every source chunk of the
+    kept items with the sum of their weights. Returns (chunk ids ascending, summed
+    weights). Work and memory are proportional to the items' chunk lists."""
+    return _pool_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w, False)
+
+
+@jit
+def max_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
+    """``align_pool="max"`` (docs/architecture.md §7): every source chunk of the kept
+    items (ascending) with the largest of their weights, floored at 0."""
+    return _pool_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w, True)
 
 
 @dot_jit
@@ -201,23 +218,3 @@ def functional_topk(frp, entries, k, rows):
             c = offer(b, i, c, k, ids, s)
     return ids[:c].copy(), s[:c].astype(np.float64)
 
-
-@jit
-def max_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
-    """``align_pool="max"`` (docs/architecture.md §7): every source chunk of the kept
-    items (ascending) with the largest of their weights, floored at 0."""
-    pc, ps, o = _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w)
-    n = pc.shape[0]
-    ids = np.empty(n, dtype=np.int64)
-    best = np.zeros(n)
-    nz = -1
-    last = -1
-    for t in range(n):
-        c = pc[o[t]]
-        if c != last:
-            nz += 1
-            ids[nz] = c
-            last = c
-        best[nz] = max(best[nz], ps[o[t]])
-    nz += 1
-    return ids[:nz].copy(), best[:nz].copy()
