@@ -1,6 +1,7 @@
 """Same top-8 before and after a change, on the real 2WikiMultiHopQA questions.
 
-    # 1. with each checkout's code first on the path, dump the top-8 of every method:
+    # 1. with each checkout's code first on the path, dump the top-8 of every method
+    #    (--coda-option KEY=VALUE ...: CODA options other than the defaults; --embedder E):
     PYTHONPATH=<before checkout> python benchmarks/topk_equivalence.py dump before.npz --index indexes/2wiki --cache-dir cache
     PYTHONPATH=<after checkout>  python benchmarks/topk_equivalence.py dump after.npz --index indexes/2wiki --cache-dir cache
     # 2. compare (several dumps per side: their methods together; a method dumped for fewer
@@ -59,23 +60,49 @@ def _registry():
     return METHODS, QueryOptions
 
 
-def _retriever(index_dir, methods, cache_dir):
+def _coda_setup(pairs):
+    """``CodaSetup(options=CodaOptions(**pairs))`` from ``KEY=VALUE`` strings, each value
+    parsed as the type of that field's default (None when no pairs)."""
+    if not pairs:
+        return None
+    from dataclasses import fields
+
+    from hyperrag_fast.config import CodaOptions
+    from hyperrag_fast.methods import CodaSetup
+
+    kinds = {f.name: type(f.default) for f in fields(CodaOptions)}
+    kw = {}
+    for p in pairs:
+        k, _, v = p.partition("=")
+        if k not in kinds:
+            raise SystemExit(f"--coda-option: unknown CodaOptions field {k!r}")
+        kw[k] = (v.lower() in ("1", "true", "yes")) if kinds[k] is bool else kinds[k](v)
+    return CodaSetup(options=CodaOptions(**kw))
+
+
+def _retriever(index_dir, methods, cache_dir, embedder=None, coda_options=None):
     from hyperrag_fast.embed.cache import CachedEmbedder
     from hyperrag_fast.eval.harness import default_embedder
     from hyperrag_fast.index import HyperIndex
     from hyperrag_fast.retriever import Retriever
 
+    base = default_embedder()
+    if embedder:
+        from hyperrag_fast.embed.registry import make_embedder
+        base = make_embedder(embedder)
     # through the evaluation's embedding cache: texts embedded by the first run (questions,
     # merged descriptions, entity names) get the same vectors in the second
-    emb = (CachedEmbedder(default_embedder(), Path(cache_dir) / "embeddings.sqlite") if cache_dir
-           else default_embedder())
+    emb = CachedEmbedder(base, Path(cache_dir) / "embeddings.sqlite") if cache_dir else base
     idx = HyperIndex.load(index_dir, embedder=emb)
     if not _new_layout():  # code that builds these structures on first query
+        if coda_options:
+            raise SystemExit("--coda-option needs the code with the explicit build step")
         return Retriever(idx, emb)
     from hyperrag_fast.methods import needs
     from hyperrag_fast.prebuilt import ensure_prebuilt
     structures = sorted({s for m in methods for s in needs(m, idx.merge)})
-    return Retriever(idx, emb, prebuilt=ensure_prebuilt(index_dir, idx, structures))
+    return Retriever(idx, emb, prebuilt=ensure_prebuilt(index_dir, idx, structures),
+                     coda=_coda_setup(coda_options))
 
 
 def dump(a):
@@ -87,7 +114,7 @@ def dump(a):
     ds = load_dataset("2wikimultihopqa", "all")
     qs = [q.question for q in ds.questions]
     qs = qs[:a.questions] if a.questions else qs
-    ret = _retriever(a.index, methods, a.cache_dir)
+    ret = _retriever(a.index, methods, a.cache_dir, a.embedder, a.coda_option)
     ret.warmup()
     vecs = np.stack([ret._embed([q])[0] for q in qs]) if a.one_by_one else ret._embed(qs)
     out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(methods),
@@ -283,6 +310,9 @@ def main():
     d.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
     d.add_argument("--one-by-one", action="store_true",
                    help="embed each question alone, as Retriever.retrieve does (use no --cache-dir)")
+    d.add_argument("--embedder", default=None, help="default: the library's default embedder")
+    d.add_argument("--coda-option", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="CODA options of every coda* method (CodaSetup), e.g. cover_weight=0.5")
     cd = sub.add_parser("cli-dump", help="dump through the hyperrag console (--questions)")
     cd.add_argument("file")
     cd.add_argument("--index", default="indexes/2wiki")

@@ -138,10 +138,9 @@ def align_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels
 
 
 @jit
-def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
-    """Relevance alignment (ours, docs/architecture.md §7): every source chunk of the
-    kept items with the sum of their weights. Returns (chunk ids ascending, summed
-    weights). Work and memory are proportional to the items' chunk lists."""
+def _pool_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w, use_max):
+    """Every source chunk of the kept items (ascending) with the sum (``use_max``: the
+    largest, floored at 0) of their weights."""
     pc, ps, o = _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w)
     n = pc.shape[0]
     ids = np.empty(n, dtype=np.int64)
@@ -154,9 +153,27 @@ def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels,
             nz += 1
             ids[nz] = c
             last = c
-        tot[nz] += ps[o[t]]
+        if use_max:
+            tot[nz] = max(tot[nz], ps[o[t]])
+        else:
+            tot[nz] += ps[o[t]]
     nz += 1
     return ids[:nz].copy(), tot[:nz].copy()
+
+
+@jit
+def weighted_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
+    """Relevance alignment (ours, docs/architecture.md §7): every source chunk of the
+    kept items with the sum of their weights. Returns (chunk ids ascending, summed
+    weights). Work and memory are proportional to the items' chunk lists."""
+    return _pool_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w, False)
+
+
+@jit
+def max_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w):
+    """``align_pool="max"`` (docs/architecture.md §7): every source chunk of the kept
+    items (ascending) with the largest of their weights, floored at 0."""
+    return _pool_chunks(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rels, rel_w, True)
 
 
 @dot_jit
@@ -175,25 +192,29 @@ def _max_dot(V, E, i):
 @jit
 def functional_topk(frp, entries, k, rows):
     """Functional association without a dense score vector (``sims="lazy"``,
-    docs/architecture.md §7): the ``k`` rows i of ``rows`` (distinct; outside ``entries``)
+    docs/architecture.md §7): the ``k`` rows i of ``rows`` (repeats allowed; outside ``entries``)
     with the largest positive max_j <frp[entries[j]], frp[i]>, score descending, ties by
     lower id, in one pass (float32 FastRP rows). Returns (ids int64, scores float64)."""
     n, d = frp.shape
     m = entries.shape[0]
     E = np.empty((m, d), dtype=np.float32)
-    skip = np.zeros(n, dtype=np.bool_)
+    take = np.zeros(n, dtype=np.bool_)
+    for t in range(rows.shape[0]):
+        take[rows[t]] = True
     for j in range(m):
         E[j] = frp[entries[j]]
-        skip[entries[j]] = True
+        take[entries[j]] = False
     kk = max(k, 1)
     ids = np.empty(kk, dtype=np.int64)
     s = np.empty(kk, dtype=np.float32)
     c = 0
-    for t in range(rows.shape[0] if k > 0 else 0):
-        i = rows[t]
-        if skip[i]:
+    # rows in id order (the selection is order-free: score, then id): the FastRP rows are
+    # read forward through memory, not at the push's order (2Wiki: 1.7 -> 1.3 ms)
+    for i in range(n if k > 0 else 0):
+        if not take[i]:
             continue
         b = _max_dot(frp, E, i)
         if b > 0 and (c < k or _better(b, i, s[k - 1], ids[k - 1])):
             c = offer(b, i, c, k, ids, s)
     return ids[:c].copy(), s[:c].astype(np.float64)
+

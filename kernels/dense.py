@@ -217,3 +217,80 @@ def code_topk(C, scale, V, q, k, out_ids, out_s):
             c += 1
     rescore_topk(V, rows[:c], q, k, out_ids, out_s)
     return c
+
+
+@jit
+def code_l1(C, out):
+    """out[i] = sum_j |C[i, j]| (the int8 codes' L1 norms, for :func:`icode_topk`)."""
+    for i in range(C.shape[0]):
+        t = 0
+        for j in range(C.shape[1]):
+            t += abs(np.int64(C[i, j]))
+        out[i] = t
+
+
+
+@jit
+def _quantize_query(q):
+    """(int8 codes of q, their step sq = max |q| / 127 (1 for q = 0), |q|_1)."""
+    d = q.shape[0]
+    qmax = 0.0
+    q1 = 0.0
+    for j in range(d):
+        qmax = max(qmax, abs(q[j]))
+        q1 += abs(q[j])
+    sq = qmax / 127.0 if qmax > 0 else 1.0
+    qc = np.empty(d, dtype=np.int8)
+    for j in range(d):
+        qc[j] = np.int8(min(127.0, max(-127.0, np.rint(q[j] / sq))))
+    return qc, sq, q1
+
+
+
+@jit
+def _icode_dots(C, rows, qc, out):
+    """out[t] = <C[rows[t]], qc> over int8 codes, summed exactly in int32 (|sum| < 2**31
+    for d < 2**17); a loop of its own, so that LLVM vectorises it."""
+    for t in range(rows.shape[0]):
+        r = rows[t]
+        s = np.int32(0)
+        for j in range(C.shape[1]):
+            s += np.int16(C[r, j]) * np.int16(qc[j])
+        out[t] = s
+
+
+@inline_jit
+def _icode_err(scale, l1, r, sq, q1):
+    """Bound on |<V[r], q> - scale[r] sq <C[r], qc>| (:func:`icode_topk`)."""
+    return scale[r] * 0.5 * (q1 + sq * l1[r]) + CODE_SLACK
+
+
+@jit
+def icode_topk(C, scale, l1, V, q, k, out_ids, out_s):
+    """:func:`code_topk` with the query quantized too (int8 ``qc``, step ``sq`` = max |q| /
+    127; docs/architecture.md §7 "CODA query cost"): the code dots are exact integer sums
+    (on 2Wiki's 40k x 384 entities 12 vs 20 ns a row), and the bound grows by the
+    query's rounding, ``e_i = scale[i] (|q|_1 + sq * l1[i]) / 2 + CODE_SLACK`` with
+    ``l1`` = :func:`code_l1` of ``C``. The rows rescored include every row of the exact
+    top-k, so ids and scores are :func:`code_topk`'s. Returns the number rescored."""
+    n = C.shape[0]
+    qc, sq, q1 = _quantize_query(q)
+    rows = np.arange(n)
+    a = np.empty(n, dtype=np.int32)
+    _icode_dots(C, rows, qc, a)
+    lo_ids = np.empty(k, dtype=np.int64)
+    lo_s = np.empty(k, dtype=np.float64)
+    m = 0
+    for i in range(n):  # the k best lower bounds
+        lo = scale[i] * sq * a[i] - _icode_err(scale, l1, i, sq, q1)
+        if m < k or lo > lo_s[k - 1]:
+            m = offer(lo, i, m, k, lo_ids, lo_s)
+    floor = lo_s[k - 1]
+    c = 0
+    for i in range(n):
+        if scale[i] * sq * a[i] + _icode_err(scale, l1, i, sq, q1) >= floor:
+            rows[c] = i
+            c += 1
+    rescore_topk(V, rows[:c], q, k, out_ids, out_s)
+    return c
+

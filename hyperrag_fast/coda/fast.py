@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from ..engine import csr_positions, csr_rows
-from ..kernels.dense import code_topk, dot_gather, dot_rows, quantize_rows
+from ..kernels.dense import code_l1, dot_gather, dot_rows, icode_topk, quantize_rows
 
 MOMENT_BLOCK = 4096  # rows per float64 block of the moment sums (bounded scratch)
 
@@ -64,17 +64,34 @@ class GraphSims:
         self.n_ent, self.n_rel = self.ent.shape[0], self.of.shape[0]
         self.rel_ord = np.argsort(self.of, kind="stable")  # distinct row -> its relations
         self.rel_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.of, minlength=self.rep.shape[0]))])
-        self.ent_codes, self.rep_codes = _codes(self.ent), _codes(self.rep)
+        self.ent_codes, self.rep_codes = codes(self.ent), codes(self.rep)
+        self._spare = threading.local()  # per thread: NaN similarity arrays for reuse
         self.ent_mom = moments(self.ent) if self.n_ent else None
         self.rel_mom = (moments(self.rep, np.bincount(self.of, minlength=self.rep.shape[0]))
                         if self.n_rel else None)
 
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """All-NaN entity and relation similarity arrays: this thread's spare pair (handed
+        back by :meth:`QuerySims.release`) or a new one, so a query does not allocate
+        and fill two corpus-sized arrays (2Wiki: 40k + 199k float64)."""
+        pair = getattr(self._spare, "pair", None)
+        if pair is None:
+            return np.full(self.n_ent, np.nan), np.full(self.n_rel, np.nan)
+        self._spare.pair = None
+        return pair
 
-def _codes(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes and row scales of ``V`` (kernels/dense.py ``quantize_rows``)."""
+    def give(self, pair: tuple[np.ndarray, np.ndarray]) -> None:
+        self._spare.pair = pair
+
+
+def codes(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """int8 codes, row scales and the codes' L1 norms of ``V`` (kernels/dense.py
+    ``quantize_rows``, ``code_l1``)."""
     C, sc = np.empty(V.shape, np.int8), np.empty(V.shape[0], np.float32)
     quantize_rows(V, C, sc)
-    return C, sc
+    l1 = np.empty(V.shape[0], np.int64)
+    code_l1(C, l1)
+    return C, sc, l1
 
 
 _lock = threading.Lock()
@@ -100,12 +117,14 @@ def _stats(mom, q64) -> tuple[float, float]:
 class QuerySims:
     """One query's similarities: ``ent`` / ``rel`` arrays (float64, NaN where not
     computed), filled by :meth:`fill`; :meth:`top_entities` / :meth:`top_relations`
-    exact ordered top-k; :meth:`z` standardised over all items from the moments."""
+    exact ordered top-k; :meth:`z` standardised over all items from the moments.
+    :meth:`release` (when the query is done) resets the filled entries to NaN and hands
+    the arrays back to the graph's spare pair; ``ent`` / ``rel`` are not read after it."""
 
     def __init__(self, gs: GraphSims, q: np.ndarray) -> None:
         self.gs, self.q = gs, np.ascontiguousarray(q, np.float32)
-        self.ent = np.full(gs.n_ent, np.nan)
-        self.rel = np.full(gs.n_rel, np.nan)
+        self.ent, self.rel = gs.take()
+        self._filled: list[tuple[np.ndarray, np.ndarray]] = []
         q64 = self.q.astype(np.float64)
         self.ent_stats = _stats(gs.ent_mom, q64) if gs.ent_mom is not None else (0.0, 0.0)
         self.rel_stats = _stats(gs.rel_mom, q64) if gs.rel_mom is not None else (0.0, 0.0)
@@ -115,7 +134,7 @@ class QuerySims:
         k = min(int(k), V.shape[0])
         ids, s = np.empty(k, np.int64), np.empty(k, np.float32)
         if k > 0:
-            code_topk(codes[0], codes[1], V, self.q, k, ids, s)
+            icode_topk(codes[0], codes[1], codes[2], V, self.q, k, ids, s)
         return ids, s
 
     def top_entities(self, k: int) -> np.ndarray:
@@ -135,17 +154,22 @@ class QuerySims:
         return top
 
     def fill(self, ents: np.ndarray | None, rels: np.ndarray | None) -> None:
-        """Compute the similarities of the given entity / relation ids."""
+        """Compute the similarities of the given entity / relation ids (those not yet
+        computed)."""
         if ents is not None and len(ents):
             ents = np.asarray(ents, np.int64)
+            ents = ents[np.isnan(self.ent[ents])]  # not yet computed (the same dots)
             out = np.empty(ents.size, np.float32)
             dot_gather(self.gs.ent, ents, self.q, out)
             self.ent[ents] = out
+            self._filled.append((self.ent, ents))
         if rels is not None and len(rels):
             rels = np.asarray(rels, np.int64)
+            rels = rels[np.isnan(self.rel[rels])]
             out = np.empty(rels.size, np.float32)
             dot_gather(self.gs.rep, self.gs.of[rels], self.q, out)
             self.rel[rels] = out
+            self._filled.append((self.rel, rels))
 
     def fill_arcs(self, ptr, nbr, rel, entries) -> None:
         """The similarities of every neighbour and relation on the entries' arcs."""
@@ -155,12 +179,20 @@ class QuerySims:
 
     @staticmethod
     def _z(sim, ids, stats) -> np.ndarray:
-        out = np.full(sim.shape[0], np.nan)
         m, sd = stats
-        out[ids] = (sim[ids] - m) / sd if sd > 0 else 0.0
-        return out
+        return (sim[ids] - m) / sd if sd > 0 else np.zeros(len(ids))
 
     def z(self, E: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """z-scores of entities ``E`` and relations ``R`` (NaN elsewhere)."""
+        """z-scores of entities ``E`` and relations ``R``, position by position."""
         self.fill(E, R)
         return self._z(self.ent, E, self.ent_stats), self._z(self.rel, R, self.rel_stats)
+
+    def release(self) -> None:
+        """The filled entries back to NaN, the arrays back to the graph (class docstring)."""
+        if self.ent is None:
+            return
+        for arr, ids in self._filled:
+            arr[ids] = np.nan
+        self.gs.give((self.ent, self.rel))
+        self.ent = self.rel = None
+        self._filled = []

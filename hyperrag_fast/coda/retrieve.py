@@ -56,12 +56,13 @@ from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
 from ..engine import csr_positions
-from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations, semantic_expand,
-                                  weighted_chunks)
+from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations,
+                                  max_chunks, semantic_expand, weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
-from .fast import QuerySims, chunk_sims, gather_sims, graph_sims
-from .select import _cover, _dedup, _max_chunks, _mmr
+from ..kernels.dense import icode_topk
+from .fast import QuerySims, chunk_sims, codes, gather_sims, graph_sims
+from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -123,6 +124,7 @@ class CodaRetriever:
         self._all_ents = np.arange(graph.n_entities, dtype=np.int64)
         self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
         self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
+        self._ccodes = self._sent_norm = None  # sims="lazy": _dense_pool, _fact_upper
         self._sent_ptr = self._sent_ord = None  # chunk -> its sentences (CSR)
         if sent_chunk is not None:
             sc = np.asarray(sent_chunk, np.int64)
@@ -165,13 +167,18 @@ class CodaRetriever:
                  detail: bool = False, bm25=None) -> CodaResult:
         """Top ``top_k`` chunks; ``bm25`` (the index's BM25) feeds ``lexical_weight``. Its
         products run on ``config.QUERY_BLAS_THREADS`` BLAS threads (:mod:`hyperrag_fast.blas`)."""
-        with query_blas():
-            return self._retrieve(q, text, top_k, o or CodaOptions(), detail, bm25)
-
-    def _retrieve(self, q, text, top_k, o, detail, bm25) -> CodaResult:
-        g = self.g
+        o = o or CodaOptions()
         q = np.asarray(q, np.float32).reshape(-1)
         S = QuerySims(graph_sims(self), q) if o.sims == "lazy" and self.keywords is None else None
+        try:
+            with query_blas():
+                return self._retrieve(q, text, top_k, o, detail, bm25, S)
+        finally:
+            if S is not None:
+                S.release()
+
+    def _retrieve(self, q, text, top_k, o, detail, bm25, S) -> CodaResult:
+        g = self.g
         if S is not None:  # similarities only where read (coda/fast.py)
             ent_sim, rel_sim = S.ent, S.rel
             e0, r0 = S.top_entities(o.k_entry), S.top_relations(o.k_entry_relations)
@@ -232,15 +239,15 @@ class CodaRetriever:
         ez = rz = None
         if S is not None:
             S.fill(E, R)
-        if o.elim_calibration == "zscore" or o.align == "relevance":
-            ez, rz = S.z(E, R) if S is not None else (_z(ent_sim), _z(rel_sim))
+        if o.elim_calibration == "zscore" or o.align == "relevance":  # z of E, R in order
+            ez, rz = S.z(E, R) if S is not None else (_z(ent_sim)[E], _z(rel_sim)[R])
         if o.elimination:
             keep_e, keep_r, how = self._eliminate(text, E, R, ents, rels, ent_sim, rel_sim, o,
                                                   ez, rz)
             info["elimination"] = how
         KE, KR = E[keep_e], R[keep_r]
         if o.align == "relevance":
-            ids, scores = self._relevance(q, text, KE, KR, ez, rz, top_k, o, bm25)
+            ids, scores = self._relevance(q, text, KE, KR, ez[keep_e], rz[keep_r], top_k, o, bm25)
             cnt = best = np.zeros(0)
             n_aligned = ids.size
             return CodaResult(ids, scores, self._detail(detail, info, e0, r0, E, R, ents, rels,
@@ -268,29 +275,36 @@ class CodaRetriever:
                     kept_entities=KE, kept_relations=KR, chunk_count=cnt[:n_aligned],
                     chunk_best=best[:n_aligned], n_aligned=n_aligned)
 
-    def _relevance(self, q, text, KE, KR, ez, rz, top_k, o, bm25):
-        """``align="relevance"`` (module docstring): chunk ids and scores, best first."""
+    def _relevance(self, q, text, KE, KR, zke, zkr, top_k, o, bm25):
+        """``align="relevance"`` (module docstring): chunk ids and scores, best first;
+        ``zke`` / ``zkr``: the z-scores of ``KE`` / ``KR``."""
         g = self.g
         ne = (g.ent_chunk_ptr[KE + 1] - g.ent_chunk_ptr[KE]).astype(np.float64)
         nr = (g.rel_chunk_ptr[KR + 1] - g.rel_chunk_ptr[KR]).astype(np.float64)
-        we = np.maximum(ez[KE], 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
-        wr = np.maximum(rz[KR], 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
+        we = np.maximum(zke, 0.0) / (1.0 + np.log(np.maximum(ne, 1.0)))
+        wr = np.maximum(zkr, 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
         if o.align_items == "relations":
             KE, we = KE[:0], we[:0]
         if o.align_pool == "max":
-            ids, gw = _max_chunks(g, KE, we, KR, wr)
+            ids, gw = max_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr, g.rel_chunks,
+                                 KE, we, KR, wr)
         else:
             ids, gw = weighted_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr,
                                       g.rel_chunks, KE, we, KR, wr)
         score = o.graph_weight * gw
         if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
-            cs = chunk_sims(self.chunk_vec, q) if o.sims == "lazy" else self.chunk_vec @ q
+            lazy, cs = o.sims == "lazy", None
             if o.dense_pool:
-                pool = top_k_desc(cs, o.dense_pool)
+                pool = self._dense_pool(q, o.dense_pool) if lazy else None
+                if pool is None:
+                    cs = chunk_sims(self.chunk_vec, q) if lazy else self.chunk_vec @ q
+                    pool = top_k_desc(cs, o.dense_pool)
                 extra = pool[~np.isin(pool, ids)]
                 ids = np.concatenate([ids, extra])
                 score = np.concatenate([score, np.zeros(extra.size)])
-            score = score + o.dense_weight * cs[ids].astype(np.float64)
+            # lazy: the candidates' dots only (the same float32 dots as the full scan's)
+            score = score + o.dense_weight * (gather_sims(self._chunk_codes()[3], ids, q)
+                                              if cs is None else cs[ids].astype(np.float64))
         if o.lexical_weight > 0 and bm25 is not None:
             lid, ls = bm25.top_k(text, max(o.dense_pool, top_k))
             if len(lid):
@@ -301,21 +315,52 @@ class CodaRetriever:
                 score = np.concatenate([score, o.dense_weight * (self.chunk_vec[extra] @ q)
                                         if self.chunk_vec is not None and extra.size
                                         else np.zeros(extra.size)])
-                pos = {int(c): i for i, c in enumerate(ids)}
-                for c, v in zip(lid, ls):
-                    score[pos[int(c)]] += o.lexical_weight * v
+                srt = np.argsort(ids, kind="stable")  # ids are distinct: lid's positions
+                score[srt[np.searchsorted(ids, lid, sorter=srt)]] += o.lexical_weight * ls
+        cover = o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None
+        post, n_docs = (bm25.postings(text), bm25.n_docs) if cover else (None, 0)
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
-            score = score + o.fact_weight * self._best_sentence(q, ids, o.sims == "lazy")
-        o_ = np.lexsort((ids, -score))
-        if o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None:
-            o_ = _cover(self.chunk_vec, ids, score, top_k, o.cover_weight, o.dedup_sim,
-                        bm25.postings(text), bm25.n_docs)
-        elif o.diversity > 0 and self.chunk_vec is not None:
-            o_ = _mmr(self.chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
-        elif o.dedup_sim > 0 and self.chunk_vec is not None:
-            o_ = _dedup(self.chunk_vec, ids, o_, top_k, o.dedup_sim)
-        o_ = o_[:top_k]
+            if o.sims == "lazy":  # best sentences only where the selection can reach
+                pos, sc = select_lazy_facts(self.chunk_vec, ids, score, top_k, o, post, n_docs,
+                                            lambda c: self._best_sentence(q, c, True),
+                                            self._fact_upper(q, ids))
+                return ids[pos].astype(np.int64), sc
+            score = score + o.fact_weight * self._best_sentence(q, ids)
+        o_ = select(self.chunk_vec, ids, score, top_k, o, post, n_docs)
         return ids[o_].astype(np.int64), score[o_]
+
+    def _fact_upper(self, q, ids) -> np.ndarray:
+        """Upper bounds of :meth:`_best_sentence`: |q| x the chunk's largest sentence norm
+        (+ the float32 dots' rounding), -1 for a chunk without sentences."""
+        if self._sent_norm is None:  # a benign race, as _chunk_codes
+            sv = np.asarray(self.sent_vec)
+            nrm = np.concatenate([np.linalg.norm(sv[b:b + 4096].astype(np.float64), axis=1)
+                                  for b in range(0, sv.shape[0], 4096)] or [np.zeros(0)])
+            mx = np.zeros(self.g.n_chunks)
+            np.maximum.at(mx, np.asarray(self.sent_chunk, np.int64), nrm)
+            self._sent_norm = mx
+        has = self._sent_ptr[ids + 1] > self._sent_ptr[ids]
+        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
+        return np.where(has, qn * self._sent_norm[ids] * (1 + 1e-4) + 1e-6, -1.0)
+
+    def _chunk_codes(self):
+        """(int8 codes, scales, code L1 norms, float32 rows) of ``chunk_vec`` (made on
+        first use; a benign race: two threads may both make them)."""
+        if self._ccodes is None:
+            cv = np.ascontiguousarray(np.asarray(self.chunk_vec), np.float32)
+            self._ccodes = (*codes(cv), cv)
+        return self._ccodes
+
+    def _dense_pool(self, q, k: int) -> np.ndarray | None:
+        """``top_k_desc(chunk_vec @ q, k)`` from the int8 codes (kernels/dense.py
+        ``icode_topk``: the exact ordered top-k); None when the k-th and (k+1)-th chunks
+        tie, where ``top_k_desc`` keeps NumPy's argpartition choice (the caller then scans)."""
+        C, sc, l1, cv = self._chunk_codes()
+        if cv.shape[0] <= k:
+            return None
+        ids, s = np.empty(k + 1, np.int64), np.empty(k + 1, np.float32)
+        icode_topk(C, sc, l1, cv, np.ascontiguousarray(q, np.float32), k + 1, ids, s)
+        return None if s[k - 1] == s[k] else ids[:k]
 
     def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
@@ -334,11 +379,11 @@ class CodaRetriever:
             ke, kr = self.eliminator.filter(text, [self.g.entity_text(int(e)) for e in E],
                                             [self.g.relation_text(int(r)) for r in R])
             return np.asarray(ke, bool), np.asarray(kr, bool), "llm"
-        if o.elim_calibration == "zscore":
-            def keepz(ids, path, z):
-                return np.array([path[int(i)] == "entry" or z[int(i)] >= o.elim_min_z
-                                 for i in ids], bool)
-            return (keepz(E, ents, ez), keepz(R, rels, rz),
+        if o.elim_calibration == "zscore":  # ez, rz: the z-scores of E, R in order
+            def keepz(path, z):
+                entry = np.fromiter((v == "entry" for v in path.values()), bool, len(path))
+                return entry | (z >= o.elim_min_z)
+            return (keepz(ents, ez), keepz(rels, rz),
                     f"offline: z-score >= {o.elim_min_z} over this query's similarities")
 
         def keep(ids, path, sim):

@@ -1,5 +1,5 @@
 """Chunk selection helpers of CODA's relevance alignment (coda/retrieve.py module
-docstring: ``dedup_sim``, ``diversity``, ``cover_weight``, ``align_pool="max"``;
+docstring: ``dedup_sim``, ``diversity``, ``cover_weight``, ``fact_weight``;
 docs/architecture.md §7)."""
 from __future__ import annotations
 
@@ -53,10 +53,7 @@ def _cover(chunk_vec, ids, score, top_k, lam, limit, postings, n_docs) -> np.nda
     if not postings or n == 0:
         order = np.lexsort((ids, -score))
         return _dedup(chunk_vec, ids, order, top_k, limit) if limit > 0 else order[:top_k]
-    df = np.array([p.size for p in postings], np.float64)
-    w = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-    w = w / w.sum() if w.sum() > 0 else w
-    held = np.stack([np.isin(ids, p) for p in postings], axis=1)  # (n, terms)
+    held, w = _held(ids, postings, n_docs)
     chunk_vec = np.asarray(chunk_vec)
     covered = np.zeros(len(postings), bool)
     free = np.ones(n, bool)
@@ -74,20 +71,51 @@ def _cover(chunk_vec, ids, score, top_k, lam, limit, postings, n_docs) -> np.nda
     return np.asarray(chosen, np.int64)
 
 
-def _max_chunks(g, KE, we, KR, wr) -> tuple[np.ndarray, np.ndarray]:
-    """``align_pool="max"``: per source chunk of the items, the largest item weight."""
-    parts_c, parts_w = [], []
-    for ptr, cs, items, w in ((g.ent_chunk_ptr, g.ent_chunks, KE, we),
-                              (g.rel_chunk_ptr, g.rel_chunks, KR, wr)):
-        if items.size:
-            ptr, cs = np.asarray(ptr), np.asarray(cs)  # plain views of memmaps
-            lens = ptr[items + 1] - ptr[items]
-            parts_c.append(np.concatenate([cs[ptr[i]:ptr[i + 1]] for i in items]).astype(np.int64))
-            parts_w.append(np.repeat(w, lens))
-    if not parts_c:
-        return np.zeros(0, np.int64), np.zeros(0)
-    c, w = np.concatenate(parts_c), np.concatenate(parts_w)
-    ids, inv = np.unique(c, return_inverse=True)
-    best = np.zeros(ids.size)
-    np.maximum.at(best, inv, w)
-    return ids, best
+
+def _held(ids, postings, n_docs) -> tuple[np.ndarray, np.ndarray]:
+    """(which question terms each candidate holds (n, terms), the terms' idf shares)."""
+    df = np.array([p.size for p in postings], np.float64)
+    w = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    w = w / w.sum() if w.sum() > 0 else w
+    return np.stack([np.isin(ids, p) for p in postings], axis=1), w
+
+
+def select(chunk_vec, ids, score, top_k, o, postings, n_docs) -> np.ndarray:
+    """Positions of the chosen candidates, best first: ``_cover`` when ``postings`` is
+    not None (``cover_weight``), else ``_mmr`` (``diversity``), ``_dedup`` (``dedup_sim``)
+    or the order by score (ties by chunk id)."""
+    if postings is not None:
+        return _cover(chunk_vec, ids, score, top_k, o.cover_weight, o.dedup_sim, postings, n_docs)
+    if o.diversity > 0 and chunk_vec is not None:
+        return _mmr(chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
+    order = np.lexsort((ids, -score))
+    if o.dedup_sim > 0 and chunk_vec is not None:
+        return _dedup(chunk_vec, ids, order, top_k, o.dedup_sim)
+    return order[:top_k]
+
+
+def select_lazy_facts(chunk_vec, ids, score, top_k, o, postings, n_docs, best_of, upper):
+    """:func:`select` over ``score + fact_weight * best_of(ids)`` (``fact_weight``), with
+    ``best_of`` (a chunk's best sentence) computed only for the candidates the selection
+    can reach: candidates in order of their upper bound ``score + fact_weight * upper``
+    (+ ``cover_weight`` x the idf share of all the question terms they hold), a growing
+    prefix selected until every chosen candidate scores above the bound of every
+    candidate left out. The selection only walks candidates whose value is at least a
+    chosen one's score (a coverage gain is >= 0), so it walks none left out: the same
+    positions and scores as over all candidates. ``_mmr`` (a value below the score)
+    computes all. Returns (positions, scores)."""
+    n = ids.size
+    ub = score + o.fact_weight * upper
+    if postings:
+        held, w = _held(ids, postings, n_docs)
+        ub = ub + o.cover_weight * (held @ w) + 1e-9
+    rank = np.lexsort((ids, -ub))
+    mmr = postings is None and o.diversity > 0 and chunk_vec is not None
+    m = n if mmr else min(n, max(4 * top_k, 32))
+    while True:
+        sub = np.sort(rank[:m])
+        sc = score[sub] + o.fact_weight * best_of(ids[sub])
+        pos = select(chunk_vec, ids[sub], sc, top_k, o, postings, n_docs)
+        if m == n or (pos.size == min(top_k, n) > 0 and ub[rank[m]] < sc[pos].min()):
+            return sub[pos], sc[pos]
+        m = min(n, 4 * m)
