@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "benchmarks" / "results"
 QT = ("Fact Retrieval", "Complex Reasoning", "Contextual Summarize", "Creative Generation")
 ORDER = ("coda", "coda_base", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
-         "coda_no_elimination", "coda_paper", "coda_paper_base", "coda_paper_no_semantic",
+         "coda_no_elimination", "coda_no_cover", "coda_paper", "coda_paper_base", "coda_paper_no_semantic",
          "coda_paper_no_contextual", "coda_paper_no_functional", "coda_paper_no_elimination",
          "stitch", "stitch_consolidated", "dense", "bm25")
 
@@ -52,7 +52,7 @@ MULTIHOP = (("2Wiki dev (first 200)", "quality_2wikimultihopqa_dev.json"),
             ("HotpotQA sample", "quality-hotpotqa_train.json"),
             ("MuSiQue dev", "quality-musique_dev.json"))
 CODA_ROWS = ("coda", "coda_base", "coda_no_semantic", "coda_no_contextual",
-             "coda_no_functional", "coda_no_elimination", "coda_paper")
+             "coda_no_functional", "coda_no_elimination", "coda_no_cover", "coda_paper")
 
 
 def margins(d: dict, sub: str) -> list[str]:
@@ -75,7 +75,7 @@ def margins(d: dict, sub: str) -> list[str]:
         out.append(f"- {t}: {_f(rows['coda']['coverage'].get(t))} vs {best} "
                    f"{_f(rows[best]['coverage'].get(t))}, {m * 100:+.1f} points ({beats} it{verdict})")
     full = rows["coda"]["coverage"]["all"]
-    abl = [(a, rows[a]["coverage"]["all"] - full) for a in CODA_ROWS[1:6] if a in rows]
+    abl = [(a, rows[a]["coverage"]["all"] - full) for a in CODA_ROWS[1:7] if a in rows]
     if abl:
         better = [a for a, dv in abl if dv >= 0.0005]  # shown as +0.1 or more
         out.append("- Table 2 reading (all, points against `coda`): "
@@ -85,15 +85,20 @@ def margins(d: dict, sub: str) -> list[str]:
 
 
 #: the commit that set the current CODA defaults (sims "lazy", ppr_solver "local",
-#: functional_scope "touched"; graph_weight 0.03 and align_items "all" since 7a50bcb)
-DEFAULTS_COMMIT = "20cacf9"
+#: functional_scope "touched"; graph_weight 0.03 and align_items "all" since 7a50bcb;
+#: cover_weight 0.5 since 3d99a9f)
+DEFAULTS_COMMIT = "3d99a9f"
+#: ... and for ``coda_paper*`` rows, which run the published selection (cover_weight 0
+#: whatever the default, methods/coda.py): 3d99a9f did not move them
+PAPER_DEFAULTS_COMMIT = "20cacf9"
 
 
-def current(commit: str | None) -> str:
+def current(commit: str | None, method: str = "coda") -> str:
     """The row's commit, marked when it predates the current CODA defaults."""
     if not commit:
         return "?"
-    r = subprocess.run(["git", "merge-base", "--is-ancestor", DEFAULTS_COMMIT, commit],
+    since = PAPER_DEFAULTS_COMMIT if method.startswith("coda_paper") else DEFAULTS_COMMIT
+    r = subprocess.run(["git", "merge-base", "--is-ancestor", since, commit],
                        cwd=ROOT, capture_output=True)
     return commit[:7] + ("" if r.returncode == 0 else " (older CODA defaults: stale)")
 
@@ -102,7 +107,7 @@ def _run(method: str, commit: str | None) -> str:
     """A table row's commit; a CODA row older than the current defaults is flagged."""
     if not commit:
         return "not recorded"
-    return current(commit) if method.startswith("coda") else commit[:7]
+    return current(commit, method) if method.startswith("coda") else commit[:7]
 
 
 def multihop(sub: str) -> list[str]:
@@ -126,7 +131,7 @@ def multihop(sub: str) -> list[str]:
             ok = "" if m == "dense" or dense is None else " / ".join(
                 "yes" if r[f"recall@{k}"] >= dense[f"recall@{k}"] else "**no**" for k in (2, 5, 8))
             run = r.get("run", {})
-            at = (current(run.get("git_commit")) if m != "dense"
+            at = (current(run.get("git_commit"), m) if m != "dense"
                   else str(run.get("git_commit", "?"))[:7])
             lines.append(f"| {fam} | {m} | " + " | ".join(_f(r[f"recall@{k}"]) for k in (2, 5, 8))
                          + f" | {ok} | {at} |")

@@ -16,7 +16,7 @@ R = Path("benchmarks/results")
 ORDER = ["dense", "bm25", "binary_ppr", "stitch_paper", "stitch", "no_stibp", "no_ppr",
          "no_spatial", "no_temporal", "binary_prior", "merge_semi", "merge_full", "merge_none",
          "decay_tanh", "decay_exp", "decay_sigmoid", "stitch_consolidated", "coda",
-         "coda_no_semantic", "coda_no_contextual", "coda_no_functional", "coda_no_elimination"]
+         "coda_no_semantic", "coda_no_contextual", "coda_no_functional", "coda_no_elimination", "coda_no_cover"]
 
 
 def load(name: str, sub: str = "") -> dict | None:

@@ -330,9 +330,9 @@ DEFAULT_METHOD = "stitch"
 #: CLI's parser offers them without importing the query kernels
 METHOD_NAMES = (
     "binary_ppr", "binary_prior", "bm25", "coda", "coda_base", "coda_no_contextual",
-    "coda_no_elimination", "coda_no_functional", "coda_no_semantic", "coda_paper",
-    "coda_paper_base", "coda_paper_no_contextual",
-    "coda_paper_no_elimination", "coda_paper_no_functional", "coda_paper_no_semantic", "decay_exp", "decay_sigmoid", "decay_tanh",
+    "coda_no_cover", "coda_no_elimination", "coda_no_functional", "coda_no_semantic",
+    "coda_paper", "coda_paper_base", "coda_paper_no_contextual", "coda_paper_no_elimination",
+    "coda_paper_no_functional", "coda_paper_no_semantic", "decay_exp", "decay_sigmoid", "decay_tanh",
     "dense", "merge_full", "merge_none", "merge_semi", "no_ppr", "no_spatial", "no_stibp",
     "no_temporal", "stitch", "stitch_consolidated", "stitch_paper")
 #: the embedder kind (``embed.registry.make_embedder``) the CLI and the eval harness use

@@ -177,8 +177,9 @@ class CodaOptions:
     diversity: float = 0.0
     #: question-term coverage of the chosen set (coda/select.py ``_cover``; docs/
     #: architecture.md §7): a chunk's selection value gains ``cover_weight`` x the idf
-    #: share of the question's BM25 terms it holds that no chosen chunk holds (0 = off)
-    cover_weight: float = 0.0
+    #: share of the question's BM25 terms it holds that no chosen chunk holds (0 = off;
+    #: 0.5 since session 15, ablation row ``coda_no_cover``)
+    cover_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:

@@ -358,7 +358,7 @@ def index():
 
 def test_methods_registered_and_run(index, tmp_path):
     names = ["coda", "coda_no_semantic", "coda_no_contextual", "coda_no_functional",
-             "coda_no_elimination", "coda_paper", "coda_paper_no_semantic",
+             "coda_no_elimination", "coda_no_cover", "coda_paper", "coda_paper_no_semantic",
              "coda_paper_no_contextual", "coda_paper_no_functional",
              "coda_paper_no_elimination", "coda_base", "coda_paper_base", "stitch_consolidated"]
     assert set(names) <= set(METHODS)
@@ -384,6 +384,24 @@ def test_methods_registered_and_run(index, tmp_path):
     loaded.table.unmerge("google inc")
     loaded.table.save(d / "merge_table.json")
     assert load_coda(d).graph.n_entities == sys_.graph.n_entities + 1
+
+
+def test_coda_no_cover_is_coda_without_cover_weight(index):
+    """``coda_no_cover`` (the ablation row of ``cover_weight``) runs ``coda``'s options with
+    ``cover_weight`` 0, whatever the setup's weight; ``coda_paper`` never covers."""
+    assert CodaOptions().cover_weight > 0  # the default covers (docs/architecture.md §7)
+    pre = build_prebuilt(index, ["coda"], coda=build_coda(index, gate=0.3))
+    q = "Who founded Apple and where is Stanford University?"
+
+    def top(o, m):
+        r = Retriever(index, EMB, prebuilt=pre, coda=CodaSetup(o))
+        res = r.retrieve(q, QueryOptions(method=m).with_top_k(2))
+        return [(c.chunk_id, c.score) for c in res.chunks]
+    off = top(CodaOptions(cover_weight=0.0), "coda")
+    assert top(CodaOptions(cover_weight=2.0), "coda") != off  # the weight moves this query
+    assert top(CodaOptions(cover_weight=2.0), "coda_no_cover") == off
+    assert top(CodaOptions(cover_weight=0.0), "coda_no_cover") == off
+    assert top(CodaOptions(cover_weight=2.0), "coda_paper") == top(CodaOptions(), "coda_paper")
 
 
 def test_stitch_consolidated_without_merges_equals_stitch(index):

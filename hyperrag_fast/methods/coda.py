@@ -78,7 +78,9 @@ def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool =
         if raw:
             opts = replace(base, **BASE_OFF)
         else:
-            opts = base if switch is None else replace(base, **{switch: False})
+            # a switch turns a pathway (bool) or a weight (float: cover_weight) off
+            opts = base if switch is None else replace(
+                base, **{switch: type(getattr(base, switch))(0)})
         ret = b.raw_retriever() if raw else b.retriever
         t0 = time.perf_counter()
         r = ret.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
@@ -101,7 +103,8 @@ def stitch_consolidated(state: QueryState, q: np.ndarray, text: str, o: QueryOpt
 METHODS = {f.__name__: f for f in (
     _coda_method("coda", None), _coda_method("coda_no_semantic", "semantic"),
     _coda_method("coda_no_contextual", "contextual"), _coda_method("coda_no_functional", "functional"),
-    _coda_method("coda_no_elimination", "elimination"), _coda_method("coda_paper", None, True),
+    _coda_method("coda_no_elimination", "elimination"), _coda_method("coda_no_cover", "cover_weight"),
+    _coda_method("coda_paper", None, True),
     _coda_method("coda_paper_no_semantic", "semantic", True),
     _coda_method("coda_paper_no_contextual", "contextual", True),
     _coda_method("coda_paper_no_functional", "functional", True),
