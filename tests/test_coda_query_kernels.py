@@ -2,7 +2,7 @@
 against slow twins: ``icode_topk`` (int8 codes of the rows and of the query, the exact
 top-k), ``code_l1``, ``max_chunks`` (``align_pool="max"``), ``functional_topk`` with
 repeated rows, and the query-side pieces built on them (``QuerySims.release``,
-``CodaRetriever._dense_pool``, ``select_lazy_facts``)."""
+``CodaRetriever._dense_pool``, ``select_lazy_facts``) and ``_held`` (the question terms each candidate holds)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hyperrag_fast.ann import top_k_desc
 from hyperrag_fast.coda.fast import GraphSims, QuerySims, chunk_sims, codes
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
-from hyperrag_fast.coda.select import select, select_lazy_facts
+from hyperrag_fast.coda.select import _held, select, select_lazy_facts
 from hyperrag_fast.kernels.coda_assoc import functional_topk, max_chunks
 from hyperrag_fast.kernels.dense import code_l1, code_topk, icode_topk, quantize_rows
 
@@ -199,3 +199,21 @@ def test_lazy_facts_select_as_over_all_candidates(n, top_k, seed, mode, ties):
     want = select(chunk_vec, ids, full, top_k, o, post, n_chunks)
     assert ids[pos].tolist() == ids[want].tolist()
     np.testing.assert_array_equal(sc, full[want])
+
+
+@SETTINGS
+@given(st.integers(0, 60), st.integers(0, 6), st.integers(1, 80), st.integers(0, 2**32 - 1))
+def test_held_is_isin_per_term(n, terms, n_docs, seed):
+    """``_held`` (one scratch row marked per term) = the ``np.isin`` stack it replaced,
+    for candidate ids and postings anywhere in ``[0, n_docs)`` and beyond it, and the
+    same idf shares."""
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(n_docs + 5, size=min(n, n_docs + 5), replace=False).astype(np.int64)
+    post = [np.unique(rng.integers(0, n_docs + 3, rng.integers(0, 12))) for _ in range(terms)]
+    held, w = _held(ids, post, n_docs)
+    want = (np.stack([np.isin(ids, p) for p in post], axis=1) if post
+            else np.zeros((ids.size, 0), bool))
+    assert held.dtype == bool and held.shape == want.shape and (held == want).all()
+    df = np.array([p.size for p in post], np.float64)
+    w0 = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    assert np.array_equal(w, w0 / w0.sum() if w0.sum() > 0 else w0)

@@ -77,7 +77,16 @@ def _held(ids, postings, n_docs) -> tuple[np.ndarray, np.ndarray]:
     df = np.array([p.size for p in postings], np.float64)
     w = np.log1p((n_docs - df + 0.5) / (df + 0.5))
     w = w / w.sum() if w.sum() > 0 else w
-    return np.stack([np.isin(ids, p) for p in postings], axis=1), w
+    # np.isin(ids, p) per term, by marking p in one scratch row (no sort per term)
+    top = max([n_docs, int(ids.max()) + 1 if ids.size else 0]
+              + [int(p.max()) + 1 for p in postings if p.size])
+    mark = np.zeros(top, bool)
+    held = np.empty((ids.size, len(postings)), bool)
+    for j, p in enumerate(postings):
+        mark[p] = True
+        held[:, j] = mark[ids]
+        mark[p] = False
+    return held, w
 
 
 def select(chunk_vec, ids, score, top_k, o, postings, n_docs) -> np.ndarray:
