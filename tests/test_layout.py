@@ -216,7 +216,7 @@ def test_a_coda_query_opens_saved_graphs_and_loads_no_write_side_module(tmp_path
     code = ("import sys\n"
             "import hyperrag_fast.coda.graph as G\n"
             "def no(*a, **k): raise AssertionError('assembled at query time')\n"
-            "G.consolidate = G.graph_parts = G.fastrp_embed = G.fastrp_rows = G._merged_rows = no\n"
+            "G.consolidate = G.graph_parts = G.fastrp_rows = G._merged_rows = no\n"
             "from hyperrag_fast.embed.hashing import HashingEmbedder\n"
             "from hyperrag_fast.reader import IndexReader\n"
             "from hyperrag_fast.retriever import Retriever\n"

@@ -266,14 +266,10 @@ def _merged_rows(raw: RowTable, ptr: np.ndarray, rows: np.ndarray) -> RowTable:
                     rank[inv.reshape(-1)].astype(np.int32))
 
 
-def fastrp_embed(g: CodaGraph, p: FastRPParams) -> np.ndarray:
-    """L2-normalised FastRP rows of the consolidated graph (kernels/fastrp.py)."""
-    return fastrp_rows(g.n_entities, g.adj_ptr, g.adj_nbr, g.adj_w, p)
-
-
 def fastrp_rows(n: int, adj_ptr: np.ndarray, adj_nbr: np.ndarray, adj_w: np.ndarray,
                 p: FastRPParams) -> np.ndarray:
-    """:func:`fastrp_embed` of the n-node adjacency CSR ``(adj_ptr, adj_nbr, adj_w)``."""
+    """L2-normalised FastRP rows of the n-node adjacency CSR ``(adj_ptr, adj_nbr, adj_w)``
+    (kernels/fastrp.py)."""
     if n == 0 or p.dim == 0:
         return np.zeros((n, p.dim), np.float32)
     proj = fastrp_projection(n, p.dim, p.seed)
