@@ -229,7 +229,6 @@ def code_l1(C, out):
         out[i] = t
 
 
-
 @jit
 def _quantize_query(q):
     """(int8 codes of q, their step sq = max |q| / 127 (1 for q = 0), |q|_1)."""
@@ -244,7 +243,6 @@ def _quantize_query(q):
     for j in range(d):
         qc[j] = np.int8(min(127.0, max(-127.0, np.rint(q[j] / sq))))
     return qc, sq, q1
-
 
 
 @jit
