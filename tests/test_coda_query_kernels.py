@@ -204,7 +204,7 @@ def test_lazy_facts_select_as_over_all_candidates(n, top_k, seed, mode, ties):
 @SETTINGS
 @given(st.integers(0, 60), st.integers(0, 6), st.integers(1, 80), st.integers(0, 2**32 - 1))
 def test_held_is_isin_per_term(n, terms, n_docs, seed):
-    """``_held`` (a binary search per term in its ascending postings) = the ``np.isin`` stack,
+    """``_held`` (one scratch row marked per term) = the ``np.isin`` stack it replaced,
     for candidate ids and postings anywhere in ``[0, n_docs)`` and beyond it, and the
     same idf shares."""
     rng = np.random.default_rng(seed)

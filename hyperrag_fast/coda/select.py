@@ -77,12 +77,15 @@ def _held(ids, postings, n_docs) -> tuple[np.ndarray, np.ndarray]:
     df = np.array([p.size for p in postings], np.float64)
     w = np.log1p((n_docs - df + 0.5) / (df + 0.5))
     w = w / w.sum() if w.sum() > 0 else w
-    # np.isin(ids, p) per term by binary search in p (postings ascend, lexical.BM25.postings):
-    # no sort per term and nothing sized to the corpus
-    held = np.zeros((ids.size, len(postings)), bool)
+    # np.isin(ids, p) per term, by marking p in one scratch row (no sort per term)
+    top = max([n_docs, int(ids.max()) + 1 if ids.size else 0]
+              + [int(p.max()) + 1 for p in postings if p.size])
+    mark = np.zeros(top, bool)
+    held = np.empty((ids.size, len(postings)), bool)
     for j, p in enumerate(postings):
-        if p.size:
-            held[:, j] = p[np.minimum(np.searchsorted(p, ids), p.size - 1)] == ids
+        mark[p] = True
+        held[:, j] = mark[ids]
+        mark[p] = False
     return held, w
 
 
