@@ -165,8 +165,8 @@ def _build_missing(index_dir: str | os.PathLike, index, structures: Sequence[str
                         raise MissingPrebuilt("stitch_consolidated needs the CODA system: "
                                               "hyperrag build-methods INDEX coda")
                     table = MergeTable.load(saved)
-                g, nv, reused = consolidated_hypergraph(index, table)
-                _save_graph(root / s, VariantGraph(g, nv, reused))
+                g, nv, reused = consolidated_hypergraph(index, table, blocks=True)
+                _save_graph(root / s, VariantGraph(g, nv, reused))  # rows streamed: §7
 
     gen = publish_prebuilt(index_dir, have.built_from, write, STRUCTURES)
     index.generation = gen  # the same index files (hard links), now with the structures
@@ -256,9 +256,28 @@ def adopt_legacy(index_dir: str | os.PathLike, timeout: float | None = None) -> 
 def _save_graph(d: Path, vg: VariantGraph) -> None:
     d.mkdir(parents=True, exist_ok=True)
     g = vg.graph
-    np.savez(d / "arrays.npz", node_vec=np.ascontiguousarray(vg.node_vec, np.float32), **g.arrays())
+    nv = vg.node_vec if hasattr(vg.node_vec, "blocks") else np.ascontiguousarray(vg.node_vec, np.float32)
+    savez_blocks(d / "arrays.npz", {"node_vec": nv, **g.arrays()})
     meta = {"merge": g.merge, "n_chunks": g.n_chunks, "index_nodes": vg.index_nodes,
             **{k: getattr(g, k) for k in _TEXTS}}
     tmp = d / "graph.json.tmp"
     write_json_object(tmp, meta.items(), ensure_ascii=False)  # json.dumps's bytes, in parts
     os.replace(tmp, d / "graph.json")
+
+
+def savez_blocks(path: Path, arrays: dict) -> None:
+    """``np.savez(path, **arrays)``'s bytes (the same zip members, headers and order),
+    where a value with ``blocks()`` (:class:`~hyperrag_fast.coda.kg_vectors.KnownRows`) is
+    written a block of rows at a time as it is made, never held whole (docs §7)."""
+    import zipfile
+    from numpy.lib import format as npy
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for k, v in arrays.items():
+            with z.open(k + ".npy", "w", force_zip64=True) as f:
+                if not hasattr(v, "blocks"):
+                    npy.write_array(f, np.asanyarray(v))
+                    continue
+                npy.write_array_header_1_0(f, {"descr": npy.dtype_to_descr(v.dtype),
+                                               "fortran_order": False, "shape": v.shape})
+                for b in v.blocks():
+                    f.write(np.ascontiguousarray(b, v.dtype).tobytes())

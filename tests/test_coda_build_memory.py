@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from hyperrag_fast.coda.consolidate import label_types
 from hyperrag_fast.coda.graph import (FastRPParams, _merged_relations, _merged_rows, consolidate,
                                      graph_parts, save_graph, write_graph)
-from hyperrag_fast.coda.kg_vectors import raw_vectors
+from hyperrag_fast.coda.kg_vectors import KnownRows, embed_known, embed_missing, raw_vectors
 from hyperrag_fast.coda.raw_kg import (MAX_PIECES, ChunkKG, RawKG, RowTable, l2_rows, l2_rows_inplace,
                                       segment_sum)
 from hyperrag_fast.embed.hashing import HashingEmbedder
+from hyperrag_fast.prebuilt import savez_blocks
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EMB = HashingEmbedder(dim=16)
@@ -242,3 +243,44 @@ def test_graph_written_part_by_part_is_the_saved_graph(tmp_path_factory, kgs, da
         assert files == sorted(p.name for p in (tmp / f"b{i}").iterdir()) and len(files) == 18
         for f in files:
             assert (tmp / f"a{i}" / f).read_bytes() == (tmp / f"b{i}" / f).read_bytes(), f
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(SENTS + NAMES), max_size=60), st.integers(1, 9),
+       st.sets(st.sampled_from(SENTS + NAMES)))
+def test_known_rows_in_blocks_match_embed_known(texts, block, known_texts):
+    """``KnownRows`` (the consolidated hypergraph's node vectors, made a block at a time)
+    gives ``embed_known``'s rows; ``embed_missing`` embeds what ``embed_known`` would."""
+    known = {t: EMB.embed([t])[0] for t in known_texts}
+    want, mask = embed_known(texts, EMB, dict(known), 16)
+    assert mask.all()
+    got = dict(known)
+    assert embed_missing(texts, EMB, got) == []
+    assert embed_missing(texts, None, dict(known)) == [t for t in dict.fromkeys(texts)
+                                                         if t not in known]
+    rows = KnownRows(texts, got, 16, block=block)
+    parts = list(rows.blocks())
+    assert all(len(p) <= block for p in parts)
+    np.testing.assert_array_equal(np.concatenate(parts) if parts else np.zeros((0, 16), np.float32),
+                                  want)
+    np.testing.assert_array_equal(np.asarray(rows), want)
+
+
+@SETTINGS
+@given(st.integers(0, 300), st.integers(1, 8), st.integers(1, 70), st.integers(0, 2 ** 31))
+def test_savez_blocks_writes_np_savez_bytes(tmp_path_factory, n, d, block, seed):
+    """A matrix streamed block by block into the npz gives ``np.savez``'s file, byte for
+    byte (the other members, their headers and order included)."""
+    rng = np.random.default_rng(seed)
+    m = rng.standard_normal((n, d)).astype(np.float32)
+    other = {"a": rng.integers(0, 9, n).astype(np.int64), "b": np.zeros(0, np.int32)}
+    tmp = tmp_path_factory.mktemp("npz")
+    np.savez(tmp / "want.npz", node_vec=m, **other)
+
+    class Blocks:
+        shape, dtype = m.shape, m.dtype
+
+        def blocks(self):
+            return (m[b:b + block] for b in range(0, n, block))
+    savez_blocks(tmp / "got.npz", {"node_vec": Blocks(), **other})
+    assert (tmp / "got.npz").read_bytes() == (tmp / "want.npz").read_bytes()

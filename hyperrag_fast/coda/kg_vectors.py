@@ -19,18 +19,57 @@ def embed_known(texts: Sequence[str], embedder: Embedder | None,
     (when an embedder is given; else their rows are zero and the mask False), in calls of
     ``EMBED_CALL`` texts (an ONNX encoder sorts a call by length: short names pad less;
     MiniLM 8,192 names 970/s vs 740/s in calls of 256, same vectors)."""
-    todo = [t for t in dict.fromkeys(texts) if t not in known]
-    if todo and embedder is not None:
-        for part, vecs in _embed_calls(embedder, todo):
-            known.update(zip(part, np.asarray(vecs, dtype=np.float32)))
+    embed_missing(texts, embedder, known)
     out = np.zeros((len(texts), dim), np.float32)
     mask = np.zeros(len(texts), bool)
+    _fill(out, mask, texts, known)
+    return out, mask
+
+
+def embed_missing(texts: Sequence[str], embedder: Embedder | None,
+                  known: dict[str, np.ndarray]) -> list[str]:
+    """Add to ``known`` the vectors of the distinct ``texts`` it lacks, embedded as
+    :func:`embed_known` embeds them; returns the texts still lacking (no embedder)."""
+    todo = [t for t in dict.fromkeys(texts) if t not in known]
+    if not todo or embedder is None:
+        return todo
+    for part, vecs in _embed_calls(embedder, todo):
+        known.update(zip(part, np.asarray(vecs, dtype=np.float32)))
+    return []
+
+
+def _fill(out: np.ndarray, mask: np.ndarray, texts: Sequence[str],
+          known: dict[str, np.ndarray]) -> None:
     for i, t in enumerate(texts):
         v = known.get(t)
         if v is not None:
             out[i] = v
             mask[i] = True
-    return out, mask
+
+
+class KnownRows:
+    """:func:`embed_known`'s matrix of texts all in ``known``, made ``block`` rows at a
+    time for a writer that streams it to disk (:func:`~hyperrag_fast.prebuilt._save_graph`):
+    the whole n x dim matrix is never held (docs/architecture.md §7). ``after_block()``
+    runs after each block is handed out (e.g. the index's mapped pages released)."""
+
+    def __init__(self, texts: Sequence[str], known: dict[str, np.ndarray], dim: int,
+                 after_block=None, block: int = 4096) -> None:
+        self.texts, self.known, self.block, self.after = texts, known, block, after_block
+        self.shape, self.dtype = (len(texts), dim), np.dtype(np.float32)
+
+    def blocks(self):
+        for b in range(0, self.shape[0], self.block):
+            part = self.texts[b:b + self.block]
+            out = np.zeros((len(part), self.shape[1]), np.float32)
+            _fill(out, np.zeros(len(part), bool), part, self.known)
+            yield out
+            if self.after is not None:
+                self.after()
+
+    def __array__(self, dtype=None, copy=None):
+        return np.concatenate(list(self.blocks()) or [np.zeros(self.shape, np.float32)]
+                              ).astype(dtype or self.dtype, copy=False)
 
 
 def _embed_calls(embedder: Embedder, texts: list[str]):

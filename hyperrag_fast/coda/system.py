@@ -219,7 +219,8 @@ class _Stages:
         self.t = now
 
 
-def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None = None):
+def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None = None,
+                            blocks: bool = False):
     """The index's hypergraph rebuilt with consolidated name groups (phi = merged entity
     id, CodaRAG §3.2) and its node vectors, for method ``stitch_consolidated``.
 
@@ -227,18 +228,22 @@ def consolidated_hypergraph(index, table: MergeTable, embedder: Embedder | None 
     the same chunk fuses their states, changing node count/order and descriptions.
     Node vectors are reused when the node names are unchanged, else looked up by
     description text and the new texts embedded (needs an embedder). Returns (graph,
-    node vectors, whether the index's node rows were reused as they are)."""
+    node vectors, whether the index's node rows were reused as they are). ``blocks``:
+    looked-up vectors come as a :class:`~.kg_vectors.KnownRows` (made a block at a time
+    as a writer streams them; the build step's peak, docs/architecture.md §7)."""
     g = build_hypergraph(index.extractions, merge=index.merge,
                          group_of=consolidated_group_of(table))
     if g.node_name == index.graph.node_name and g.node_desc == index.graph.node_desc:
-        nv, reused = index.node_vec, True
-    else:
-        reused = False
-        from .kg_vectors import embed_known
-        emb = embedder or index.embedder
-        nv, found = embed_known(g.node_desc, emb, known_vectors(index), index.embedder_dim)
-        _release_vectors(index)
-        if not found.all():
-            raise ValueError("consolidated groups fuse states into new descriptions; "
-                             "an embedder is needed (pass embedder= or load the index with one)")
-    return g, nv, reused
+        return g, index.node_vec, True
+    from .kg_vectors import KnownRows, embed_known, embed_missing
+    emb = embedder or index.embedder
+    known = known_vectors(index)
+    if embed_missing(g.node_desc, emb, known):
+        raise ValueError("consolidated groups fuse states into new descriptions; "
+                         "an embedder is needed (pass embedder= or load the index with one)")
+    if blocks:
+        return g, KnownRows(g.node_desc, known, index.embedder_dim,
+                            lambda: _release_vectors(index)), False
+    nv, _ = embed_known(g.node_desc, None, known, index.embedder_dim)
+    _release_vectors(index)
+    return g, nv, False
