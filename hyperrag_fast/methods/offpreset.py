@@ -270,3 +270,42 @@ def title_best(cq: np.ndarray, named: np.ndarray, share: np.ndarray, pages: np.n
     rel = [x / best[int(pages[c])] if best[int(pages[c])] > 0 else 1.0
            for c, x in zip(named.tolist(), np.asarray(share, np.float64).tolist())]
     return _at(cq, named, np.asarray(rel))
+
+
+#: ``rank_links`` columns read off the first round's top chunk t0 (issue 21, session 17)
+TOP_LINKS = ("residual_cover", "hop_rank", "top_bridge")
+
+
+def top_link_features(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int,
+                      bridge: tuple[np.ndarray, np.ndarray]) -> dict:
+    """``rank_links`` columns for bridge passages the question does not name, read off the
+    first round's top chunk ``t0`` (docs/architecture.md §5, "Ranker features inside C_q"):
+    residual_cover = the idf-weighted share of the question's BM25 terms a chunk holds and
+    t0 lacks; hop_rank = 1 / (1 + rank) of sim(c, normalize(q + v(t0))) within C_q; top_bridge
+    = the largest weight of t0's bridge groups (``stitch.bridge_groups``: ``bridge`` = (groups
+    ascending, weights)) among the chunk's name groups. t0's own row is 0 in all three."""
+    n, own = cq.shape[0], cq == t0
+    res = np.zeros(n)
+    if bm25 is not None and t0 >= 0:
+        posts = bm25.postings(text)
+        idf = np.log1p(bm25.n_docs / np.maximum(np.array([p.size for p in posts], np.float64), 1.0))
+        for p, w in zip(posts, idf.tolist()):
+            if not np.isin(t0, p):
+                res += w * np.isin(cq, p)
+        res = res / idf.sum() if idf.size and idf.sum() > 0 else res
+    cv = eng.chunk_vec[cq].astype(np.float64)
+    hv = np.asarray(q, np.float64) + (eng.chunk_vec[t0].astype(np.float64) if t0 >= 0 else 0.0)
+    hs = cv @ (hv / max(float(np.sqrt(hv @ hv)), 1e-12))
+    hs[own] = -np.inf
+    hop = _rr(hs)
+    hop[own] = 0.0
+    g, (bg, bw) = eng.graph, bridge
+    top = np.zeros(n)
+    if bg.size and n:
+        row = np.repeat(np.arange(n), np.diff(g.chunk_ptr)[cq])
+        grp = g.node_group[np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]]
+                                           for c in cq.tolist()])].astype(np.int64)
+        j = np.minimum(np.searchsorted(bg, grp), bg.size - 1)
+        np.maximum.at(top, row, np.where(bg[j] == grp, bw[j], 0.0))
+        top[own] = 0.0
+    return {"residual_cover": res, "hop_rank": hop, "top_bridge": top}
