@@ -1,4 +1,4 @@
-"""``offpreset.top_link_features`` (issue 21, session 17; docs/architecture.md §5): the
+"""``lexical.top_links`` (issue 21, session 17; docs/architecture.md §5): the
 three ``rank_links`` columns read off the first round's top chunk, against a literal twin."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast.config import LINK_FEATURES, HybridOptions
-from hyperrag_fast.methods.offpreset import TOP_LINKS, top_link_features
+from hyperrag_fast.config import LINK_FEATURES, PRESETS, TOP_LINKS
+from hyperrag_fast.lexical import BM25, top_links
 
 
 def _case(seed: int):
@@ -24,6 +24,7 @@ def _case(seed: int):
     eng = SimpleNamespace(graph=graph, chunk_vec=vec)
     posts = [np.sort(rng.choice(n_chunks, int(rng.integers(1, n_chunks + 1)), replace=False)) for _ in range(n_terms)]
     bm25 = SimpleNamespace(n_docs=n_chunks, postings=lambda text: posts)
+    bm25.residual_cover = lambda text, cq, t0: BM25.residual_cover(bm25, text, cq, t0)
     cq = rng.choice(n_chunks, int(rng.integers(1, n_chunks + 1)), replace=False).astype(np.int64)
     t0 = int(rng.choice(cq))
     bg = np.unique(rng.integers(0, n_groups, int(rng.integers(0, n_groups + 1)))).astype(np.int64)
@@ -56,13 +57,15 @@ def _twin(eng, posts, q, cq, t0, bridge):
 @given(st.integers(0, 2**31 - 1))
 def test_top_link_features_equal_the_twin(seed):
     eng, bm25, posts, q, cq, t0, bridge = _case(seed)
-    got = top_link_features(eng, bm25, "q", q, cq, t0, bridge)
+    got = top_links(eng, bm25, "q", q, cq, t0, TOP_LINKS, lambda: bridge)
     want = _twin(eng, posts, q, cq, t0, bridge)
     assert set(got) == set(TOP_LINKS)
     for n in TOP_LINKS:
         np.testing.assert_allclose(got[n], want[n], rtol=1e-9, atol=1e-12, err_msg=n)
 
 
-def test_top_links_are_named_options_off_in_the_default():
+def test_top_links_are_named_link_features_in_the_presets():
+    """Each preset ships the columns its session-17 grid chose (``ranker_top_links_*.json``)."""
     assert set(TOP_LINKS) <= set(LINK_FEATURES)
-    assert not set(TOP_LINKS) & set(HybridOptions().rank_links)
+    assert PRESETS["minilm"].hybrid.rank_links[2:] == ("residual_cover",)
+    assert PRESETS["bge-small"].hybrid.rank_links[2:] == TOP_LINKS
