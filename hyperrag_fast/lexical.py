@@ -363,12 +363,13 @@ class BM25:
         """Per document of ``cq``: the idf-weighted share (ln(1 + N / df)) of the distinct
         known terms of ``query`` it holds and document ``t0`` lacks (the ``rank_links``
         column "residual_cover", docs/architecture.md §5; ``t0`` itself 0)."""
-        out, tot = np.zeros(cq.shape[0]), 0.0
-        for p in self.postings(query):
+        out, tot, c = np.zeros(cq.shape[0]), 0.0, np.append(np.asarray(cq, np.int64), t0)
+        for p in self.postings(query):  # ascending ids: membership by binary search, no sort
             w = math.log1p(self.n_docs / max(p.size, 1))
             tot += w
-            if not np.isin(t0, p):
-                out += w * np.isin(cq, p)
+            has = p[np.minimum(np.searchsorted(p, c), p.size - 1)] == c if p.size else np.zeros(c.size, bool)
+            if not has[-1]:
+                out += w * has[:-1]
         return out / tot if tot > 0 else out
 
     def scores(self, query: str) -> np.ndarray:
