@@ -70,11 +70,12 @@ ABLATIONS = [
     ("title top 1", {"title_top": 1}),
 ]
 HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr", "graph_mix", "wide_chunks", "wide_flat", "hop_bridge_decay", "hop_bridge_near",
-               "hop_bridge_chunks"}
+               "hop_bridge_chunks", "rank_links"}
 
 
 def changed(o: QueryOptions, changes: dict) -> QueryOptions:
     for n, v in changes.items():
+        v = tuple(v) if isinstance(v, list) else v  # a JSON --axis list (rank_links)
         o = replace(o, hybrid=replace(o.hybrid, **{n: v})) if n in HYBRID_ONLY else apply(o, n, v)
     return o
 

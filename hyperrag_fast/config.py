@@ -19,7 +19,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of, EXACT_CODES_MIN_ROWS,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, BRIDGE_TITLE_SOURCES, GRAPH_MIXES, FastRPParams,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, TOP_LINKS, BRIDGE_TITLE_SOURCES, GRAPH_MIXES, FastRPParams,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
@@ -155,8 +155,7 @@ class HybridOptions:
     hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
     that many chunks nearest q + v(top chunk) (prior term hop_dense_weight x sim); mmr > 0,
     the ranker's top-k by maximal marginal relevance (mu = mmr); hop_query / hop_query_bm25,
-    the chunks nearest / BM25-best for "question + the top chunk's best bridge name" (prior
-    term hop_query_weight x sim or score share; one more embed call).
+    the chunks nearest / BM25-best for "question + the top chunk's best bridge name" (prior term hop_query_weight x sim or score share; one more embed call).
     hop_titles: the second round also starts from the chunks whose title the question
     names (``title_chunks``), so a question naming two pages carries both bridges.
 
@@ -174,12 +173,12 @@ class HybridOptions:
     rank_links (ours, issue 21): named :data:`LINK_FEATURES` columns appended to x;
     "bridge_title" = a chunk whose page's title is a bridge name of one of the first round's
     :data:`BRIDGE_TITLE_SOURCES` top chunks, "bridge_title_words" = the same when title and
-    name contain one another as whole words (``lexical.GroupLookup.bridge_titles``).
+    name contain one another as whole words (``lexical.GroupLookup.bridge_titles``); :data:`TOP_LINKS` (session 17,
+    docs/architecture.md §5, "Ranker features inside C_q"): read off the first round's top chunk (``lexical.top_links``).
     graph_mix (ours, issue 21; docs/architecture.md §5, "Graph floor"): the ranker's PPR
     share and rank columns become g x graph + (1 - g) x prior with a per-query g in [0, 1]:
     "prior_flat" g = 1 - max I / sum I, "ppr_focus" g = min(1, (max pi / sum pi) /
-    (max I / sum I)), "prior_only" g = 0 (the ranker on the prior alone), "off" = the
-    columns as they are (``methods.stitch.graph_mixed``).
+    (max I / sum I)), "prior_only" g = 0 (the ranker on the prior alone), "off" = the columns as they are (``methods.stitch.graph_mixed``).
     wide_chunks > k_chunks (issue 21; docs/architecture.md §5, "Candidate recall"): with a flat first-round
     prior (max p(c) <= wide_flat) round two also gets the similarity ranks k_chunks..wide_chunks.
     Off in both presets (issue 21): title_max > 0, a chunk whose page already has ``title_max``
@@ -203,8 +202,8 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -2.350074, 2.165362, 2.165362, 5.774623, 5.774623, 1.500549, 2.730136, -4.554024,
-        0.481292, 1.459873, 4.013762, 2.404447)
+        -2.666644, 2.458609, 2.458609, 5.529571, 5.529571, 1.796914, 2.602898, -4.716212,
+        -0.751267, 1.424452, 3.802672, 2.434304, 5.501156)
     title_top: int = 0
     graph_gate: bool = False
     hop_idf: float = 0.0
@@ -222,7 +221,7 @@ class HybridOptions:
     hop_query: int = 0
     hop_query_bm25: int = 0
     hop_query_weight: float = 0.0
-    rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words")
+    rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words", "residual_cover")
     graph_mix: str = "prior_only"
     wide_chunks: int = 0
     wide_flat: float = 1.0
@@ -314,11 +313,10 @@ PAPER_HYBRID = HybridOptions.paper()
 
 #: The dev-tuned configuration (``TUNED``, the MiniLM preset), chosen on the three dev
 #: families by the worst family's lift over dense; its history, figures and tuning files:
-#: docs/architecture.md §6, "How the presets were chosen". Session 14: the 16-point grid of
-#: ``benchmarks/quality_grid.py`` (tuning file ``experiments/results/quality_grid/
-#: quality_grid_minilm.json``), ``graph_mix="prior_only"`` (PPR picks the first hop's sources,
-#: the final score is the ranker's on the prior), the ranker retrained at C = 0.01.
-#: The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions`` fields).
+#: docs/architecture.md §6, "How the presets were chosen". Session 14: the 16-point grid of ``benchmarks/
+#: quality_grid.py`` (tuning file ``experiments/results/quality_grid/quality_grid_minilm.json``), ``graph_mix="prior_only"`` (PPR picks the first hop's sources,
+#: the final score is the ranker's on the prior), the ranker at C = 0.01; session 17 (``ranker_top_links_minilm.json``):
+#: + "residual_cover", ranker retrained. The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions``).
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
 #: candidate budgets K_V (entity states) and K_C (chunks), STITCH-RAG §3.3 step 1
@@ -376,13 +374,15 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 
 #: The preset per shipped embedder (issue 21; docs/architecture.md §6), each chosen with that
 #: embedder's indexes on the three dev families by the same rule; ``TUNED`` stays MiniLM's.
-#: bge-small (session 14, ``quality_grid_bge.json``): delta .85, the named-title term 1,
-#: ``hop_bridge`` 1, ``graph_mix="prior_only"``, the ranker at C = 0.01.
+#: bge-small (session 14, ``quality_grid_bge.json``): delta .85, the named-title term 1, ``hop_bridge`` 1,
+#: ``graph_mix="prior_only"``, the ranker at C = 0.01; session 17 (``ranker_top_links_bge.json``): the
+#: ``rank_links`` columns residual_cover, hop_rank and top_bridge added, the ranker retrained.
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH,
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_weights=(
-        -1.309444, 2.11148, 2.11148, 4.861328, 4.861328, 2.36584, 9.663876, -3.22527,
-        0.690788, -0.95929, 3.978223, 1.926898)))
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_links=TUNED_HYBRID.rank_links + (
+        "hop_rank", "top_bridge"), rank_weights=(
+        -1.532074, 0.620151, 0.620151, 4.349394, 4.349394, 2.261398, 9.602076, -0.782277, 0.156677,
+        0.020344, 4.075129, 1.893461, 3.738279, 0.244618, 0.973969)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

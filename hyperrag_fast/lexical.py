@@ -13,6 +13,7 @@ time, ``hyperrag_fast.indexing.lexical``).
 """
 from __future__ import annotations
 
+import math
 import re
 import threading
 import unicodedata
@@ -236,6 +237,38 @@ def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a[:, None] == b[None, :]).any(axis=1) if a.size and b.size else np.zeros(a.shape[0], bool)
 
 
+def top_links(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int, names, bridge) -> dict:
+    """``config.TOP_LINKS`` columns of ``names`` read off the first round's top chunk t0 (its own
+    row 0; docs/architecture.md §5, "Ranker features inside C_q"): residual_cover
+    (``lexical.BM25.residual_cover``), hop_rank = 1 / (1 + rank) in C_q of sim(c, normalize(q +
+    v(t0))), top_bridge = the largest weight of t0's bridge groups (``bridge()`` = ``methods.stitch.bridge_groups``)
+    among the chunk's name groups."""
+    out, own, g = {}, cq == t0, eng.graph
+    if "residual_cover" in names and bm25 is not None:
+        out["residual_cover"] = bm25.residual_cover(text, cq, t0)
+    if "hop_rank" in names:
+        hv = np.asarray(q, np.float64) + eng.chunk_vec[t0].astype(np.float64)
+        hs = eng.chunk_vec[cq].astype(np.float64) @ (hv / max(float(np.sqrt(hv @ hv)), 1e-12))
+        hs[own] = -np.inf
+        out["hop_rank"] = np.where(own, 0.0, _rank_share(hs))
+    if "top_bridge" in names:
+        (bg, bw), top = bridge(), np.zeros(cq.shape[0])
+        if bg.size and cq.size:
+            row = np.repeat(np.arange(cq.shape[0]), np.diff(g.chunk_ptr)[cq])
+            grp = g.node_group[np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]] for c in cq.tolist()])]
+            j = np.minimum(np.searchsorted(bg, grp), bg.size - 1)
+            np.maximum.at(top, row, np.where(bg[j] == grp, bw[j], 0.0))
+        out["top_bridge"] = np.where(own, 0.0, top)
+    return out
+
+
+def _rank_share(v: np.ndarray) -> np.ndarray:
+    """1 / (1 + rank) of each entry by descending value (stable)."""
+    out = np.empty(v.shape[0])
+    out[np.argsort(-v, kind="stable")] = 1.0 / (1.0 + np.arange(v.shape[0]))
+    return out
+
+
 class _Rows:
     """A CSR of int rows over ids 0..n-1, each row (and one int per id, ``head``) made by
     ``make(id)`` on first use and kept in arrays sized by ``n``, not Python objects
@@ -325,6 +358,19 @@ class BM25:
         holding it (ascending ids)."""
         ptr, idx, _ = self._csc
         return [idx[ptr[t]:ptr[t + 1]] for t in self.terms(query)]
+
+    def residual_cover(self, query: str, cq: np.ndarray, t0: int) -> np.ndarray:
+        """Per document of ``cq``: the idf-weighted share (ln(1 + N / df)) of the distinct
+        known terms of ``query`` it holds and document ``t0`` lacks (the ``rank_links``
+        column "residual_cover", docs/architecture.md §5; ``t0`` itself 0)."""
+        out, tot, c = np.zeros(cq.shape[0]), 0.0, np.append(np.asarray(cq, np.int64), t0)
+        for p in self.postings(query):  # ascending ids: membership by binary search, no sort
+            w = math.log1p(self.n_docs / max(p.size, 1))
+            tot += w
+            has = p[np.minimum(np.searchsorted(p, c), p.size - 1)] == c if p.size else np.zeros(c.size, bool)
+            if not has[-1]:
+                out += w * has[:-1]
+        return out / tot if tot > 0 else out
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document (float64, length n_docs)."""

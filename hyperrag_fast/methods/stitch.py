@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from ..config import BRIDGE_TITLE_SOURCES, DEFAULT_METHOD, HybridOptions, QueryOptions, StitchOptions
+from ..config import BRIDGE_TITLE_SOURCES, TOP_LINKS, DEFAULT_METHOD, HybridOptions, QueryOptions, StitchOptions
 from ..engine import csr_rows, run_starts, unique
-from ..lexical import question_groups
+from ..lexical import question_groups, top_links
 from .base import OWN, MethodOutput, QueryState, missing
 from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight,  # noqa: F401
                         hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best,
@@ -115,7 +115,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
                           (named, share))
         if hybrid.rank_links:
             X = np.column_stack([X, link_features(eng, state.lookups[key], q, r, r1, np.asarray(
-                groups, np.int64), hybrid.rank_links, (named, share))])
+                groups, np.int64), hybrid.rank_links, (named, share), state.bm25, text)])
         X = graph_mixed(X, hybrid.graph_mix)
         if hybrid.rank_weights:
             ids, scores = fused_top(r.cq, X, hybrid.rank_weights,
@@ -190,11 +190,12 @@ def rank_features(cq: np.ndarray, sim: np.ndarray, score: np.ndarray, prior: np.
 
 
 def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...],
-                  title=None) -> np.ndarray:
+                  title=None, bm25=None, text: str = "") -> np.ndarray:
     """``HybridOptions.rank_links``' columns in the order of ``names``: the bridge titles of the
     first round's top chunks (``lexical.GroupLookup.bridge_titles``), a named page's best
-    paragraph (``offpreset.title_best``; ``title`` = (named chunks, shares)) and the columns
-    off in both presets (``offpreset.more_link_features``); docs/architecture.md §5."""
+    paragraph (``offpreset.title_best``; ``title`` = (named chunks, shares)), ``lexical.top_links``
+    (with the question's ``text`` and ``bm25``) and the columns off in both presets
+    (``offpreset.more_link_features``); docs/architecture.md §5."""
     r1_top = np.asarray(r1.cq, np.int64)[np.argsort(-np.asarray(r1.cq_pi), kind="stable")]
     cols = dict(zip(("bridge_title", "bridge_title_words"), lk.bridge_titles(
         np.asarray(r.cq, np.int64), r1_top[:BRIDGE_TITLE_SOURCES], qgroups)))
@@ -202,6 +203,12 @@ def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...]
         named, share = title if title is not None else (np.empty(0, np.int64), np.empty(0))
         pages = lk.titles.pages() if lk.titles is not None else np.full(eng.graph.n_chunks, -1, np.int64)
         cols["title_best"] = title_best(np.asarray(r.cq, np.int64), named, share, pages)
+    if any(n in TOP_LINKS for n in names) and r1_top.size:
+        t0 = int(r1_top[0])
+        cols.update(top_links(eng, bm25, text, q, np.asarray(r.cq, np.int64), t0, names, lambda: bridge_groups(
+            eng, q, t0, _named_groups(lk, text, t0))))
+    for n in TOP_LINKS:
+        cols.setdefault(n, np.zeros(len(r.cq)))
     if any(n not in cols for n in names):
         cols.update(more_link_features(eng, lk, q, r, r1_top, qgroups, cols))
     return np.column_stack([cols[n] for n in names])
