@@ -2,7 +2,8 @@
 against slow twins: ``icode_topk`` (int8 codes of the rows and of the query, the exact
 top-k), ``code_l1``, ``max_chunks`` (``align_pool="max"``), ``functional_topk`` with
 repeated rows, and the query-side pieces built on them (``QuerySims.release``,
-``CodaRetriever._dense_pool``, ``select_lazy_facts``) and ``_held`` (the question terms each candidate holds)."""
+``CodaRetriever._dense_pool``, ``select_lazy_facts``), ``_held`` (the question terms each
+candidate holds) and ``cover_greedy`` (``cover_weight``, session 17)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from hyperrag_fast.ann import top_k_desc
 from hyperrag_fast.coda.fast import GraphSims, QuerySims, chunk_sims, codes
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
-from hyperrag_fast.coda.select import _held, select, select_lazy_facts
+from hyperrag_fast.coda.select import _cover, _held, select, select_lazy_facts
 from hyperrag_fast.kernels.coda_assoc import functional_topk, max_chunks
 from hyperrag_fast.kernels.dense import code_l1, code_topk, icode_topk, quantize_rows
 
@@ -217,3 +218,47 @@ def test_held_is_isin_per_term(n, terms, n_docs, seed):
     df = np.array([p.size for p in post], np.float64)
     w0 = np.log1p((n_docs - df + 0.5) / (df + 0.5))
     assert np.array_equal(w, w0 / w0.sum() if w0.sum() > 0 else w0)
+
+
+def cover_twin(chunk_vec, ids, score, top_k, lam, limit, held, w):
+    """The NumPy greedy of coda/select.py ``_cover`` before the kernel (session 15)."""
+    n = ids.size
+    covered = np.zeros(held.shape[1], bool)
+    free = np.ones(n, bool)
+    chosen: list[int] = []
+    while len(chosen) < min(top_k, n) and free.any():
+        val = score + lam * (held[:, ~covered] @ w[~covered])
+        cand = np.flatnonzero(free)
+        for j in cand[np.lexsort((ids[cand], -val[cand]))]:
+            free[j] = False
+            v = chunk_vec[ids[j]]
+            if limit <= 0 or all(float(v @ chunk_vec[ids[c]]) <= limit for c in chosen):
+                chosen.append(int(j))
+                covered |= held[j]
+                break
+    return np.asarray(chosen, np.int64)
+
+
+@SETTINGS
+@given(st.integers(1, 60), st.integers(0, 6), st.integers(0, 12), st.integers(0, 2**32 - 1),
+       st.sampled_from([0.0, 2.5, 6.0]), st.booleans())
+def test_cover_greedy_is_the_numpy_greedy(n, terms, top_k, seed, limit, ties):
+    """kernels/coda_select.py ``cover_greedy`` (via ``_cover``) = the NumPy greedy it
+    replaced: the same positions in the same order, near-duplicates skipped (small-integer
+    rows: exact cosines), ties by chunk id."""
+    rng = np.random.default_rng(seed)
+    n_chunks = 2 * n
+    ids = rng.choice(n_chunks, size=n, replace=False).astype(np.int64)
+    chunk_vec = rng.integers(-1, 2, size=(n_chunks, 5)).astype(np.float32)
+    score = rng.random(n)
+    if ties:
+        score = np.round(score, 1)
+    post = [rng.choice(n_chunks, size=rng.integers(1, n_chunks + 1), replace=False)
+            for _ in range(terms)]  # unsorted postings
+    held, w = _held(ids, post, n_chunks)
+    got = _cover(chunk_vec, ids, score, top_k, 0.5, limit, post, n_chunks)
+    want = (cover_twin(chunk_vec, ids, score, top_k, 0.5, limit, held, w) if post
+            else _cover(chunk_vec, ids, score, top_k, 0.5, limit, post, n_chunks))
+    assert got.tolist() == want.tolist()
+    assert _cover(chunk_vec, ids, score, top_k, 0.5, limit, post, n_chunks,
+                  (held, w)).tolist() == got.tolist()
