@@ -173,7 +173,10 @@ class CodaOptions:
     align_items: str = "all"
     align_pool: str = "max"
     dedup_sim: float = 0.99
-    fact_weight: float = 0.2
+    #: a chunk's selection value gains ``fact_weight`` x its best sentence's sim with the
+    #: question (docs/architecture.md §7; 0.4 since session 17, issue 23: lookups over
+    #: ``coda``'s own pool, worst of the 4 GraphRAG-Bench and 6 multi-hop dev cells)
+    fact_weight: float = 0.4
     diversity: float = 0.0
     #: question-term coverage of the chosen set (coda/select.py ``_cover``; docs/
     #: architecture.md §7): a chunk's selection value gains ``cover_weight`` x the idf

@@ -1,0 +1,120 @@
+"""CODA selection knobs by lookup over every dev cell at once (issue 23, session 17):
+the 4 GraphRAG-Bench cells (subset x embedder, offline coverage of the top 5, margin over
+the best of dense / BM25 / ``stitch`` minus the +3-point target) and the 6 multi-hop dev
+cells (2Wiki dev, HotpotQA, MuSiQue dev x embedder: ``coda`` - dense, the smaller of R@2,
+R@5, R@8), scored by the worst cell, with leave-one-cell-out beside it.
+
+    python benchmarks/coda_select_grid.py --rows-cache <rows> \\
+        --points '[{"cover_weight": 0.5, "fact_weight": 0.2}, {"cover_weight": 0.5, "fact_weight": 0.4}]'
+
+``<rows>`` holds ``benchmarks/coda_cr.py``'s per-question rows (``--rows-cache``, one
+pickle per cell, ``<cell>_<embedder>_1.pkl``), made at the options whose pool the knobs
+re-rank; the selection here replays ``coda``'s (score = dense + ``lexical_weight`` BM25 +
+``fact_weight`` best sentence + ``graph_weight`` kept item, greedy ``cover_weight``
+coverage, ``dedup_sim`` skips), which reproduces the harness rows exactly at the defaults
+(docs/architecture.md §7). Baselines are read from the committed ``quality-graphrag_bench.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CR = "Complex Reasoning"
+GB = {"medical", "novel"}
+EMBEDDERS = {"minilm": "", "bge-small": "bge/"}
+
+
+def compact(r: dict) -> dict:
+    """The pool-sized parts of one ``coda_cr`` row."""
+    pool = r["pool"]
+    terms = sorted(r["tidf"])
+    w = np.array([r["tidf"][t] for t in terms])
+    w = w / w.sum() if w.sum() > 0 else w
+    held = np.array([[t in r["tset"].get(int(c), ()) for t in terms] for c in pool],
+                    bool).reshape(len(pool), len(terms))
+    none = np.zeros(r["n_st"], bool)
+    dense = np.argsort(-r["cs"], kind="stable")[:8]
+    return {"type": r["type"], "pool": pool, "cs": r["cs"][pool], "bm": r["bm"][pool],
+            "sm": r["smax"][pool], "held": held, "w": w, "n_st": r["n_st"],
+            "g": np.array([max((x for _, x in r["items"].get(int(c), ())), default=0.0) for c in pool]),
+            "vec": np.asarray(r["cv"][pool], np.float32),
+            "cov": np.array([r["cov"].get(int(c), none) for c in pool], bool).reshape(len(pool), -1),
+            "dcov": np.array([r["cov"].get(int(c), none) for c in dense], bool).reshape(len(dense), -1)}
+
+
+def select(r: dict, p: dict, k: int) -> list[int]:
+    base = (r["cs"] + p["lexical_weight"] * r["bm"] + p["fact_weight"] * r["sm"]
+            + p["graph_weight"] * r["g"])
+    held, w, vec, pool = r["held"], r["w"], r["vec"], r["pool"]
+    covered, free, chosen = np.zeros(len(w), bool), np.ones(pool.size, bool), []
+    while len(chosen) < min(k, pool.size) and free.any():
+        val = base + (p["cover_weight"] * (held[:, ~covered] @ w[~covered]) if len(w) else 0.0)
+        cand = np.flatnonzero(free)
+        for j in cand[np.lexsort((pool[cand], -val[cand]))]:
+            free[j] = False
+            if all(float(vec[j] @ vec[c]) <= p["dedup_sim"] for c in chosen):
+                chosen.append(int(j))
+                covered |= held[j]
+                break
+    return chosen
+
+
+def score(rows: list[dict], p: dict, baseline: tuple | None) -> dict:
+    def cov(r, m):
+        return float(m.any(0).mean()) if r["n_st"] and len(m) else 0.0
+    if baseline is not None:  # GraphRAG-Bench: coverage of the top 5 by type
+        by = defaultdict(list)
+        for r in rows:
+            v = cov(r, r["cov"][select(r, p, 5)])
+            by[r["type"]].append(v)
+            by["all"].append(v)
+        a, c = float(np.mean(by["all"])), float(np.mean(by[CR]))
+        return {"worst": a - baseline[0] - 0.03, "all": a, CR: c, "cr_margin": c - baseline[1]}
+    sel = [select(r, p, 8) for r in rows]
+    rc = [float(np.mean([cov(r, r["cov"][s[:k]]) for r, s in zip(rows, sel)])) for k in (2, 5, 8)]
+    rd = [float(np.mean([cov(r, r["dcov"][:k]) for r in rows])) for k in (2, 5, 8)]
+    return {"worst": min(a - b for a, b in zip(rc, rd)), "recall@2/5/8": rc, "dense": rd}
+
+
+def main() -> None:
+    a = argparse.ArgumentParser()
+    a.add_argument("--rows-cache", required=True)
+    a.add_argument("--cells", default="medical,novel,2wiki,hotpot,musique")
+    a.add_argument("--points", required=True, help="JSON list of option dicts")
+    a.add_argument("--out", default=None)
+    args = a.parse_args()
+    defaults = {"cover_weight": 0.5, "fact_weight": 0.2, "lexical_weight": 0.3,
+                "graph_weight": 0.03, "dedup_sim": 0.99}
+    points = [dict(defaults, **p) for p in json.loads(args.points)]
+    res = [{} for _ in points]
+    for emb, sub in EMBEDDERS.items():
+        gb = json.loads((ROOT / "benchmarks/results" / sub / "quality-graphrag_bench.json").read_text())
+        for cell in args.cells.split(","):
+            rows = [compact(r) for r in pickle.loads(
+                (Path(args.rows_cache) / f"{cell}_{emb}_1.pkl").read_bytes())]
+            base = None
+            if cell in GB:
+                m = gb["subsets"][cell]
+                base = tuple(max(m[b]["coverage"][t] for b in ("dense", "bm25", "stitch"))
+                             for t in ("all", CR))
+            for i, p in enumerate(points):
+                res[i][f"{cell}_{emb}"] = score(rows, p, base)
+    out = []
+    for p, r in zip(points, res):
+        worst = min(v["worst"] for v in r.values())
+        lofo = {c: min(v["worst"] for k, v in r.items() if k != c) for c in r}
+        out.append({"options": p, "worst": worst, "worst_without": lofo, "cells": r})
+        print(json.dumps(p), f"worst {worst * 100:+.2f}",
+              " ".join(f"{c}:{v['worst'] * 100:+.2f}" for c, v in r.items()), flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
