@@ -111,6 +111,8 @@ def main(argv=None) -> int:
     p.add_argument("--axis", action="append", default=[], help="NAME=JSON list (quality_grid.py --axis)")
     p.add_argument("--hybrid", action="append", default=[], help="NAME=JSON (quality_grid.py --hybrid)")
     p.add_argument("--c", type=float, default=0.01)
+    p.add_argument("--variants", default="all", help="'all' or comma-separated labels' first words "
+                   "(shipped, C=..., question-weighted, columns:, incumbent)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     if a.axis:
@@ -154,6 +156,9 @@ def main(argv=None) -> int:
         variants[f"columns: {name}"] = {"keep": keep}
     variants["incumbent guard (keep the shipped grid point unless beaten by > guard)"] = {
         "rule": "incumbent", "incumbent": inc}
+    if a.variants != "all":
+        want = a.variants.split(",")
+        variants = {k: v for k, v in variants.items() if k.split(" ")[0] in want}
     out_v = {}
     for label, kw in variants.items():
         pr = P(**kw)
