@@ -38,7 +38,10 @@ def main(argv=None) -> int:
                          a.a: {"recall": round(ra, 4), "top": x["top"][:a.k]},
                          a.b: {"recall": round(rb, 4), "top": y["top"][:a.k]}})
     n = len(rows[a.a])
-    out = {"command": "python benchmarks/experiments/per_question_diff.py " + " ".join(argv or sys.argv[1:]),
+    args = list(argv or sys.argv[1:])
+    if "--note" in args:  # recorded apart, as dump_command
+        del args[args.index("--note"):args.index("--note") + 2]
+    out = {"command": "python benchmarks/experiments/per_question_diff.py " + " ".join(args),
            "dump_command": a.note, "k": a.k, "n_questions": n,
            f"recall@{a.k}": {m: round(sum(sum(r["hits"][:a.k]) / len(r["gold"]) for r in rows[m]) / n, 5)
                              for m in (a.a, a.b)},
