@@ -54,6 +54,9 @@ SUBSETS = {"no_graph_columns": ("prior", "prior_rank", "dense_rank", "sim_gap", 
                     "bridge_title_words")}
 
 
+FITS: dict = {}
+
+
 def masked(part, keep):
     if keep is None:
         return part
@@ -74,7 +77,10 @@ class Proc:
         return masked(self.f.get(self.s[i][1], fam), self.keep)
 
     def train(self, i, F):
-        return fit([self.part(i, x) for x in F], c=self.c, weighting=self.wt)
+        key = (i, tuple(F), self.c, self.wt, self.keep)  # the same fit is shared by variants
+        if key not in FITS:
+            FITS[key] = fit([self.part(i, x) for x in F], c=self.c, weighting=self.wt)
+        return FITS[key]
 
     def score(self, i, fam, w):
         return offline(self.part(i, fam), self.b[fam].golds, w)
