@@ -178,6 +178,10 @@ def main(argv=None) -> int:
         i_a, w_a, rows = pr.choose(fams)
         row["all_three"] = {"point": settings[i_a][0], "worst_lift": round(rows[i_a][0], 4),
                             "recall@5": {f: r5(pr.score(i_a, f, w_a)) for f in fams}}
+        row["all_three_table"] = [{"point": settings[j][0], "worst_lift": round(rows[j][0], 4),
+                                   "mean_lift": round(rows[j][1], 4),
+                                   "recall": {f: pr.score(j, f, rows[j][2])["recall"] for f in fams}}
+                                  for j in range(len(settings))]
         out_v[label] = row
         print(label, json.dumps({f: (row[f]["transfer"], row[f]["own_best"]) for f in fams}),
               json.dumps(row["all_three"]), file=sys.stderr, flush=True)
