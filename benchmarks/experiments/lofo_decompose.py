@@ -26,7 +26,6 @@ families, the point it would choose and that point's worst-family lift.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import replace
@@ -37,11 +36,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import quality_grid  # noqa: E402
 from quality_grid import Features, grid, offline  # noqa: E402
-from quality_search import FAMILIES, Bench, plain  # noqa: E402
+from quality_search import family_benches, family_parser, plain  # noqa: E402
 from train_ranker import fit  # noqa: E402
 
-from hyperrag_fast.config import TUNED, preset_for  # noqa: E402
-from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
+from hyperrag_fast.config import preset_for  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
 
 #: ranker columns (methods.stitch.FEATURES + the presets' rank_links)
@@ -107,11 +105,7 @@ def r5(sc):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--embedder", default="minilm")
-    p.add_argument("--index", action="append", required=True, help="DATASET=INDEX_DIR")
-    p.add_argument("--cache-dir", default="cache")
-    p.add_argument("--data-dir", default=None)
+    p = family_parser(__doc__.split("\n\n")[0])
     p.add_argument("--features-cache", required=True)
     p.add_argument("--min-gain", type=float, default=0.005)
     p.add_argument("--axis", action="append", default=[], help="NAME=JSON list (quality_grid.py --axis)")
@@ -119,18 +113,13 @@ def main(argv=None) -> int:
     p.add_argument("--c", type=float, default=0.01)
     p.add_argument("--variants", default="all", help="'all' or comma-separated labels' first words "
                    "(shipped, C=..., question-weighted, columns:, incumbent)")
-    p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     if a.axis:
         quality_grid.AXES = tuple((n, tuple(json.loads(v))) for n, v in (x.split("=", 1) for x in a.axis))
     fixed = {n: json.loads(v) for n, v in (x.split("=", 1) for x in a.hybrid)}
     fixed = {n: tuple(v) if isinstance(v, list) else v for n, v in fixed.items()}
-    index = dict(x.split("=", 1) for x in a.index)
-    emb = make_embedder(a.embedder)
-    benches = {f: Bench(ds, sp, index[ds], emb, a.cache_dir, a.data_dir)
-               for f, (ds, sp) in FAMILIES.items() if ds in index}
+    emb, benches, dense = family_benches(a)
     fams = tuple(benches)
-    dense = {f: b.score(replace(TUNED, method="dense")) for f, b in benches.items()}
     base = quality_grid.BASE
     settings = grid(base=replace(base, hybrid=replace(base.hybrid, **fixed)))
     feats = Features(benches, a.features_cache)
@@ -154,7 +143,7 @@ def main(argv=None) -> int:
                      "setting_part_at_rest_weights": round(cells["own_point_rest_weights"] - cells["transfer"], 4),
                      "weights_part_at_own_point": round(cells["own_best"] - cells["own_point_rest_weights"], 4)}
         print(f, json.dumps(decomp[f]), file=sys.stderr, flush=True)
-    variants = {"shipped procedure (C=%g, family-weighted, all columns, worst-family rule)" % a.c: {}}
+    variants = {f"shipped procedure (C={a.c:g}, family-weighted, all columns, worst-family rule)": {}}
     for c in (0.001, 0.003, 0.1, 1.0):
         variants[f"C={c}"] = {"c": c}
     variants["question-weighted (a family weighs by its question count)"] = {"weighting": "question"}
