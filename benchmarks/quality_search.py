@@ -220,6 +220,16 @@ def family_parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def family_benches(a) -> tuple:
+    """(embedder, {family: Bench}, {family: dense score}) for ``family_parser``'s flags:
+    every family whose dataset ``--index`` names."""
+    index = dict(x.split("=", 1) for x in a.index)
+    emb = make_embedder(a.embedder)
+    benches = {f: Bench(ds, sp, index[ds], emb, a.cache_dir, a.data_dir)
+               for f, (ds, sp) in FAMILIES.items() if ds in index}
+    return emb, benches, {f: b.score(replace(TUNED, method="dense")) for f, b in benches.items()}
+
+
 def code_hash() -> str:
     """sha1 of the package's Python sources: a score-cache entry is valid for this code only."""
     import hashlib

@@ -31,14 +31,20 @@ def collect(bench, o: QueryOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(qs)
 
 
-def fit(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], c: float = 1.0) -> tuple[float, ...]:
-    """Weights (bias, *w) of a logistic regression on ``parts`` (one per family)."""
+def fit(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], c: float = 1.0,
+        weighting: str = "family") -> tuple[float, ...]:
+    """Weights (bias, *w) of a logistic regression on ``parts`` (one per family);
+    ``weighting`` "family": each family weighs the same, "question": each question does
+    (a family weighs by its question count; measured in experiments/lofo_decompose.py)."""
     from sklearn.linear_model import LogisticRegression
+    if weighting not in ("family", "question"):
+        raise ValueError(f"weighting {weighting!r}")
     X = np.concatenate([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts])
+    n_all = sum(len(np.unique(p[2])) for p in parts)
     sw = []
     for X_, y_, q_ in parts:  # each family 1, each question 1 within it, positives balanced
-        n_q = len(np.unique(q_))
+        n_q = len(np.unique(q_)) if weighting == "family" else n_all
         per_q = np.bincount(q_.astype(np.int64))[q_.astype(np.int64)]
         w = 1.0 / (n_q * per_q)
         pos = y_ > 0
