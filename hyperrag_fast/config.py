@@ -375,14 +375,14 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: The preset per shipped embedder (issue 21; docs/architecture.md §6), each chosen with that
 #: embedder's indexes on the three dev families by the same rule; ``TUNED`` stays MiniLM's.
 #: bge-small (session 14, ``quality_grid_bge.json``): delta .85, the named-title term 1, ``hop_bridge`` 1,
-#: ``graph_mix="prior_only"``, the ranker at C = 0.01; session 17 (``ranker_top_links_bge.json``): the
-#: ``rank_links`` columns residual_cover, hop_rank and top_bridge added, the ranker retrained.
+#: ``graph_mix="prior_only"``, the ranker at C = 0.01; session 17 (``ranker_top_links_bge.json``, then
+#: ``joint_top_links_title_top_bge.json``): residual_cover, hop_rank, top_bridge and title_top 1.
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH,
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, rank_links=TUNED_HYBRID.rank_links + (
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, title_top=1, rank_links=TUNED_HYBRID.rank_links + (
         "hop_rank", "top_bridge"), rank_weights=(
-        -1.532074, 0.620151, 0.620151, 4.349394, 4.349394, 2.261398, 9.602076, -0.782277, 0.156677,
-        0.020344, 4.075129, 1.893461, 3.738279, 0.244618, 0.973969)))
+        -1.465613, 0.334774, 0.334774, 4.383668, 4.383668, 2.130286, 9.753627, -0.366145, 0.299984,
+        -0.044005, 3.826891, 1.8794, 3.457709, 0.192074, 1.045809)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))
