@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .engine import csr_rows
 from .kernels.lexical import bm25_topk
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
@@ -254,8 +255,8 @@ def top_links(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int, name
     if "top_bridge" in names:
         (bg, bw), top = bridge(), np.zeros(cq.shape[0])
         if bg.size and cq.size:
-            row = np.repeat(np.arange(cq.shape[0]), np.diff(g.chunk_ptr)[cq])
-            grp = g.node_group[np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]] for c in cq.tolist()])]
+            nodes, row = csr_rows(g.chunk_ptr, g.chunk_nodes, cq)
+            grp = g.node_group[nodes]
             j = np.minimum(np.searchsorted(bg, grp), bg.size - 1)
             np.maximum.at(top, row, np.where(bg[j] == grp, bw[j], 0.0))
         out["top_bridge"] = np.where(own, 0.0, top)

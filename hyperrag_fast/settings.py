@@ -247,12 +247,12 @@ class FastRPParams:
 #: "title_best" (session 14): a named page's paragraph scored by its title share over the
 #: page's best share (``offpreset.title_best``: 1 on the paragraph most similar to q);
 #: "residual_cover", "hop_rank", "top_bridge" (session 17): read off the first round's top
-#: chunk (``methods.stitch.top_links``; docs/architecture.md §5, "Ranker features inside C_q")
+#: chunk (``lexical.top_links``; docs/architecture.md §5, "Ranker features inside C_q")
 LINK_FEATURES = ("bridge_title", "bridge_title_words", "q_names", "r1_link", "r1_rank",
                  "page_rank", "page_count", "pi_mass", "prior_mass", "sim_rank", "top_page",
                  "bridge_title_top", "top_sim", "hop_sim", "bridge_title_final", "title_best",
                  "residual_cover", "hop_rank", "top_bridge")
-#: the ``rank_links`` columns read off the first round's top chunk (``methods.stitch.top_links``)
+#: the ``rank_links`` columns read off the first round's top chunk (``lexical.top_links``)
 TOP_LINKS = ("residual_cover", "hop_rank", "top_bridge")
 #: the first round's top chunks (PPR order) whose bridge names "bridge_title" reads
 BRIDGE_TITLE_SOURCES = 3

@@ -270,4 +270,3 @@ def title_best(cq: np.ndarray, named: np.ndarray, share: np.ndarray, pages: np.n
     rel = [x / best[int(pages[c])] if best[int(pages[c])] > 0 else 1.0
            for c, x in zip(named.tolist(), np.asarray(share, np.float64).tolist())]
     return _at(cq, named, np.asarray(rel))
-

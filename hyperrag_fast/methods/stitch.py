@@ -207,8 +207,7 @@ def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...]
         t0 = int(r1_top[0])
         cols.update(top_links(eng, bm25, text, q, np.asarray(r.cq, np.int64), t0, names, lambda: bridge_groups(
             eng, q, t0, _named_groups(lk, text, t0))))
-    for n in TOP_LINKS:
-        cols.setdefault(n, np.zeros(len(r.cq)))
+    cols.update({n: np.zeros(len(r.cq)) for n in names if n in TOP_LINKS and n not in cols})
     if any(n not in cols for n in names):
         cols.update(more_link_features(eng, lk, q, r, r1_top, qgroups, cols))
     return np.column_stack([cols[n] for n in names])
