@@ -11,7 +11,9 @@ families and 2Wiki test, and its leave-one-family-out runs). The first file (Min
 default embedder) fills the issue-15 keys: ``tuned_on[<families chosen on>][<held-out
 family>]`` = the setting chosen on two families measured on the third; ``shipped_default``
 = the shipped preset of config.PRESETS on every set (``selected_now``: what the
-selection picks at the file's commit; ``selected_now_is_shipped`` says whether it is the preset); ``by_type`` = it per question type.
+selection picks at the file's commit; ``selected_now_is_shipped`` says whether it is this
+checkout's preset); ``by_type`` = it per question type. The ``--search`` grids are the stage
+that chose today's presets; ``--upstream-search`` keeps an earlier stage's LOFO beside.
 ``leave_one_family_out[family][embedder]`` = {stitch (chosen on the other two), dense,
 own_best (the best on that family alone among the settings searched)}; ``per_embedder``
 repeats the shipped and dense rows for every embedder.
@@ -45,8 +47,13 @@ def _types(score: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--search", action="append", required=True,
-                    help="quality_search.py output (.json), one per embedder; the first fills "
-                         "the issue-15 keys")
+                    help="quality_grid.py (or quality_search.py) output (.json), one per embedder: "
+                         "the grid that chose the embedder's current preset; the first fills the "
+                         "issue-15 keys")
+    ap.add_argument("--upstream-search", action="append", default=[],
+                    help="an earlier stage's grid (.json), one per embedder (session 14: the "
+                         "settings upstream of the ranker): its leave-one-family-out is kept "
+                         "beside, as leave_one_family_out_upstream")
     ap.add_argument("--ranker-lofo", action="append", default=[],
                     help="train_ranker.py output (.json), one per embedder: the ranker stage "
                          "alone trained leave-one-family-out")
@@ -81,23 +88,17 @@ def main() -> None:
         st, de = _types(ship(s)[f]), _types(s["dense"][f])
         by_type[f] = {t: {"n": v["n"], "stitch": {k: v[k] for k in v if k != "n"},
                           "dense": {k: de[t][k] for k in de[t] if k != "n"}} for t, v in st.items()}
-    lofo: dict = {f: {} for f in FAMILIES}
+    lofo, grids = leave_one_out(zip(a.search, searches))
     per_embedder, same = {}, {}
     for x in searches:
         emb = SHORT.get(x["embedder"], x["embedder"])
-        for f, r in x["leave_one_family_out"].items():
-            lofo[f][emb] = {"chosen_on": r["chosen_on"], "stitch": _rec(r["stitch"]),
-                            "dense": _rec(r["dense"]), "own_best": _rec(r["own_best"]),
-                            "own_best_rule": r["own_best_rule"],
-                            "gap_recall@5": round(r["own_best"]["recall"]["5"]
-                                                  - r["stitch"]["recall"]["5"], 4)}
-            for k in ("setting", "own_best_setting"):
-                if k in r:
-                    lofo[f][emb][k] = r[k]
         per_embedder[emb] = {f: {"stitch": _rec(ship(x)[f]), "dense": _rec(x["dense"][f]),
                                  "selected_now": _rec(x["selected"][f])}
                              for f in SETS if f in ship(x)}
-        same[emb] = x["selected"].get("query_options") == ship(x).get("query_options")
+        same[emb] = x["selected"].get("query_options") == current_preset(x["embedder"])
+        grids[emb]["selected_is_current_preset"] = same[emb]
+    upstream = [(p, json.loads(Path(p).read_text())) for p in a.upstream_search]
+    lofo_up, grids_up = leave_one_out(upstream)
     ranker = {}
     for p in a.ranker_lofo:
         x = json.loads(Path(p).read_text())
@@ -156,11 +157,17 @@ def main() -> None:
                "for each dev family f and embedder: stitch = the setting the selection procedure "
                "chooses on the other two families (ranker trained on them), scored on f; own_best "
                "= the same procedure run on f alone (same grid, ranker trained on f, in-sample); "
-               "gap_recall@5 = own_best - stitch. Procedure and grid: " + s["selection"]
-               + ". Measured by the search files at commits " + ", ".join(
-                   f"{x['git_commit'][:10]} ({SHORT.get(x['embedder'], x['embedder'])})" for x in searches)
+               "gap_recall@5 = own_best - stitch. The grid is the one that chose each embedder's "
+               "current preset (leave_one_family_out_grid; settings outside its axes fixed at the "
+               "preset, chosen on all three families by the earlier stage, whose own "
+               "leave-one-family-out is leave_one_family_out_upstream). Procedure and grid: " + "; ".join(
+                   f"{e}: {g['selection']}" for e, g in grids.items())
+               + ". Measured by the grid files at commits " + ", ".join(
+                   f"{g['git_commit'][:10]} ({e})" for e, g in grids.items())
                + (" with the ranker of that commit; the shipped column is the eval's current preset "
                   "(the result files)" if a.results else "")),
+           "leave_one_family_out_grid": grids,
+           "leave_one_family_out_upstream": lofo_up, "leave_one_family_out_upstream_grid": grids_up,
            "ranker_leave_one_family_out": ranker, "rank_links_leave_one_family_out": links,
            "leave_one_family_out_cross_validated": bias, "graph_floor": floor,
            "per_embedder": per_embedder,
@@ -169,6 +176,40 @@ def main() -> None:
            "sources": {"search": src[0], "searches": src},
            "run": {"command": C.command(), "machine": C.machine()}}
     C.write_result(a.out, out)
+
+
+def leave_one_out(files) -> tuple[dict, dict]:
+    """``leave_one_family_out`` ({family: {embedder: ...}}) of grid files ``(path, json)``,
+    and per embedder the grid it was measured on (file, command, commit, selection)."""
+    lofo: dict = {f: {} for f in FAMILIES}
+    grids = {}
+    for p, x in files:
+        emb = SHORT.get(x["embedder"], x["embedder"])
+        grids[emb] = {"file": p, "command": x["command"], "git_commit": x["git_commit"],
+                      "git_dirty": x["git_dirty"], "selection": x["selection"],
+                      **{k: x[k] for k in ("axes", "fixed_hybrid", "c") if k in x},
+                      "selected_setting": x["selected"].get("setting")}
+        for f, r in x["leave_one_family_out"].items():
+            lofo[f][emb] = {"chosen_on": r["chosen_on"], "stitch": _rec(r["stitch"]),
+                            "dense": _rec(r["dense"]), "own_best": _rec(r["own_best"]),
+                            "own_best_rule": r["own_best_rule"],
+                            "gap_recall@5": round(r["own_best"]["recall"]["5"]
+                                                  - r["stitch"]["recall"]["5"], 4)}
+            for k in ("setting", "own_best_setting"):
+                if k in r:
+                    lofo[f][emb][k] = r[k]
+    return lofo, grids
+
+
+def current_preset(embedder: str) -> dict:
+    """The embedder's preset in this checkout's config (``config.preset_for``), as the grid
+    files record query options."""
+    try:
+        from .quality_search import plain
+    except ImportError:
+        from quality_search import plain
+    from hyperrag_fast.config import preset_for
+    return json.loads(json.dumps(plain(preset_for(embedder)), default=str))
 
 
 #: dev family / test set -> its quality result file (eval's contract names)
