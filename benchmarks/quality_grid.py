@@ -36,11 +36,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality_search import (FAMILIES, KS, Bench, _r, apply, code_hash, plain,  # noqa: E402
                             write_result)
-from train_ranker import collect, fit  # noqa: E402
+from train_ranker import Prior, collect, fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
 from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
+from hyperrag_fast.methods.stitch import FEATURES  # noqa: E402
 
 #: the grid, fixed a priori: (coordinate of quality_search.apply, values); the ranker is
 #: always on and retrained per setting and per family set
@@ -143,13 +144,18 @@ def offline(part, golds, w) -> dict:
     return {"recall": r, "objective": round(sum(r.values()) / len(KS), 4)}
 
 
+def with_names(prior: Prior | None, o: QueryOptions) -> Prior | None:
+    """``prior`` for the ranker columns of ``o`` (FEATURES + its rank_links)."""
+    return None if prior is None else prior._replace(names=FEATURES + tuple(o.hybrid.rank_links))
+
+
 def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_gain: float,
-           c: float = 1.0):
+           c: float = 1.0, prior: Prior | None = None):
     """The procedure (module docstring) on the families ``F``: (chosen options, per-setting
-    table); ``c``: the ranker's inverse L2 strength."""
+    table); ``c``: the ranker's inverse L2 strength; ``prior``: train_ranker.Prior."""
     table = []
     for s, o in settings:
-        w = fit([feats.get(o, f) for f in F], c=c)
+        w = fit([feats.get(o, f) for f in F], c=c, prior=with_names(prior, o))
         sc = {f: offline(feats.get(o, f), benches[f].golds, w) for f in F}
         lifts = [sc[f]["objective"] - dense[f]["objective"] for f in F]
         table.append({"setting": s, "weights": list(w), "scores": sc,
@@ -175,6 +181,7 @@ def main(argv=None) -> int:
     p.add_argument("--hybrid", action="append", default=[],
                    help="NAME=JSON: a HybridOptions field of every grid point (e.g. graph_mix)")
     p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
+    p.add_argument("--prior", default=None, help="train_ranker.Prior spec, e.g. 'signed=all;center=1'")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
     a = p.parse_args(argv)
@@ -193,13 +200,14 @@ def main(argv=None) -> int:
     dense = {f: b.score(replace(TUNED, method="dense")) for f, b in benches.items()}
     settings = grid(base=replace(BASE, hybrid=replace(BASE.hybrid, **fixed)))
     feats = Features(benches, a.features_cache)
-    chosen, ci, table = choose(fams, settings, feats, benches, dense, a.min_gain, a.c)
+    prior = None if a.prior is None else Prior.parse(a.prior)
+    chosen, ci, table = choose(fams, settings, feats, benches, dense, a.min_gain, a.c, prior)
     path = lambda o, f: benches[f].score(o)  # noqa: E731  (through the query path)
     lofo = {}
     for held in fams:
         rest = tuple(f for f in fams if f != held)
-        o_rest, i_rest, t_rest = choose(rest, settings, feats, benches, dense, a.min_gain, a.c)
-        o_own, i_own, t_own = choose((held,), settings, feats, benches, dense, a.min_gain, a.c)
+        o_rest, i_rest, t_rest = choose(rest, settings, feats, benches, dense, a.min_gain, a.c, prior)
+        o_own, i_own, t_own = choose((held,), settings, feats, benches, dense, a.min_gain, a.c, prior)
         lofo[held] = {"chosen_on": list(rest), "setting": settings[i_rest][0],
                       "query_options": plain(o_rest), "stitch": path(o_rest, held),
                       "dense": dense[held], "own_best": path(o_own, held),
@@ -215,8 +223,8 @@ def main(argv=None) -> int:
     for label, ch in ([] if a.no_ablations else ABLATIONS):
         o = changed(chosen if "rank_weights" in ch else up, ch)
         if "rank_weights" not in ch:
-            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit([feats.get(
-                replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams], c=a.c)))
+            parts = [feats.get(replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams]
+            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit(parts, c=a.c, prior=with_names(prior, o))))
         if plain(o) == plain(chosen):
             continue  # already the selected setting
         row = {"label": label, **{f: path(o, f) for f in fams}}
@@ -230,10 +238,11 @@ def main(argv=None) -> int:
            "machine": machine_info(), "git_commit": commit, "git_dirty": dirty,
            "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
            "selection": "a fixed grid (" + ", ".join(f"{n} {list(v)}" for n, v in AXES) + "), the "
-                        f"ranker (L2 C={a.c}) retrained per setting on the choosing families; the setting of "
+                        f"ranker (L2 C={a.c}{'' if prior is None else ', prior ' + a.prior}) retrained per "
+                        "setting on the choosing families; the setting of "
                         f"the best worst-family lift over dense (ties within {a.min_gain}: the "
                         "larger mean lift); families " + str(list(fams)),
-           "axes": {n: list(v) for n, v in AXES}, "families": list(fams), "c": a.c,
+           "axes": {n: list(v) for n, v in AXES}, "families": list(fams), "c": a.c, "prior": a.prior,
            "fixed_hybrid": {n: list(v) if isinstance(v, tuple) else v for n, v in fixed.items()},
            "dense": {**dense, "2wiki_test": test.score(replace(TUNED, method="dense"))},
            "shipped_preset": {**per(shipped), "query_options": plain(shipped)},

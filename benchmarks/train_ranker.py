@@ -10,6 +10,7 @@ standardisation folded in, so a query pays one dot product.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,11 +32,39 @@ def collect(bench, o: QueryOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(qs)
 
 
+class Prior(NamedTuple):
+    """A label-free prior on the ranker's weights (issue 21, leave-one-family-out; measured
+    in ``quality_grid.py --prior``), in standardised units: the columns ``signed`` (``"all"``:
+    every column) are held >= 0 (each is a score where larger means more likely gold, so a
+    negative weight is a fit to one family's correlations) and their L2 penalty pulls them
+    toward ``center`` instead of 0 (a family-agnostic ranker: every signed column the same
+    weight); ``names``: the feature columns in order (``FEATURES`` + rank_links)."""
+    signed: tuple[str, ...] = ()
+    center: float = 0.0
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str) -> Prior:
+        """``"signed=all;center=1"`` / ``"signed=bridge_title+bridge_title_words"``."""
+        kw = dict(x.split("=", 1) for x in spec.split(";") if x)
+        if set(kw) - {"signed", "center"}:
+            raise ValueError(f"prior {spec!r}: keys signed, center")
+        return cls(tuple(n for n in kw.get("signed", "").split("+") if n), float(kw.get("center", 0.0)))
+
+    def mask(self, names: tuple[str, ...]) -> np.ndarray:
+        if self.signed == ("all",):
+            return np.ones(len(names), bool)
+        if any(n not in names for n in self.signed):
+            raise ValueError(f"prior columns {self.signed} not all in {names}")
+        return np.array([n in self.signed for n in names])
+
+
 def fit(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], c: float = 1.0,
-        weighting: str = "family") -> tuple[float, ...]:
+        weighting: str = "family", prior: Prior | None = None) -> tuple[float, ...]:
     """Weights (bias, *w) of a logistic regression on ``parts`` (one per family);
     ``weighting`` "family": each family weighs the same, "question": each question does
-    (a family weighs by its question count; measured in experiments/lofo_decompose.py)."""
+    (a family weighs by its question count; measured in experiments/lofo_decompose.py);
+    ``prior``: fitted with bounds and a shifted L2 centre (:class:`Prior`), else sklearn's fit."""
     from sklearn.linear_model import LogisticRegression
     if weighting not in ("family", "question"):
         raise ValueError(f"weighting {weighting!r}")
@@ -54,10 +83,38 @@ def fit(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], c: float = 1.0,
     sw = sw / sw.mean()
     mu, sd = X.mean(axis=0), X.std(axis=0)
     sd = np.where(sd > 0, sd, 1.0)
-    m = LogisticRegression(C=c, max_iter=2000).fit((X - mu) / sd, y, sample_weight=sw)
-    w = m.coef_[0] / sd
-    b = float(m.intercept_[0] - (w * mu).sum())
+    if prior is not None and (prior.signed or prior.center):
+        b0, coef = _fit_prior((X - mu) / sd, y, sw, c, prior)
+    else:
+        m = LogisticRegression(C=c, max_iter=2000).fit((X - mu) / sd, y, sample_weight=sw)
+        b0, coef = float(m.intercept_[0]), m.coef_[0]
+    w = coef / sd
+    b = float(b0 - (w * mu).sum())
     return tuple(round(float(x), 6) for x in (b, *w))
+
+
+def _fit_prior(Z: np.ndarray, y: np.ndarray, sw: np.ndarray, c: float, prior: Prior):
+    """sklearn's objective (C * sum sw * log-loss + ||w - w0||^2 / 2, bias unpenalised) with
+    w0 = ``center`` and w >= 0 on the prior's columns, by L-BFGS-B."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+    if len(prior.names) != Z.shape[1]:
+        raise ValueError(f"prior names {prior.names} for {Z.shape[1]} columns")
+    on = prior.mask(prior.names)
+    w0 = np.where(on, prior.center, 0.0)
+    s = 2.0 * y - 1.0
+
+    def f(t):
+        m = s * (t[0] + Z @ t[1:])
+        loss = c * (sw * np.logaddexp(0.0, -m)).sum() + 0.5 * ((t[1:] - w0) ** 2).sum()
+        g = -c * sw * s * expit(-m)
+        return loss, np.r_[g.sum(), Z.T @ g + (t[1:] - w0)]
+    bounds = [(None, None)] + [(0.0, None) if x else (None, None) for x in on]
+    r = minimize(f, np.r_[0.0, np.maximum(w0, 0.0)], jac=True, method="L-BFGS-B",
+                 bounds=bounds, options={"maxiter": 5000, "gtol": 1e-8})
+    if not r.success:
+        raise RuntimeError(f"ranker fit with prior: {r.message}")
+    return float(r.x[0]), r.x[1:]
 
 
 def main(argv=None) -> int:
