@@ -149,13 +149,24 @@ def with_names(prior: Prior | None, o: QueryOptions) -> Prior | None:
     return None if prior is None else prior._replace(names=FEATURES + tuple(o.hybrid.rank_links))
 
 
+def ranker_for(s: dict, c: float, prior: Prior | None) -> tuple[float, Prior | None]:
+    """The ranker fit of grid point ``s``: its ``"ranker"`` axis value ("C" or "C|PRIOR",
+    ``--ranker``) when it has one, else ``c`` and ``prior``."""
+    if "ranker" not in s:
+        return c, prior
+    cs, _, ps = s["ranker"].partition("|")
+    return float(cs), Prior.parse(ps) if ps else None
+
+
 def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_gain: float,
            c: float = 1.0, prior: Prior | None = None):
     """The procedure (module docstring) on the families ``F``: (chosen options, per-setting
-    table); ``c``: the ranker's inverse L2 strength; ``prior``: train_ranker.Prior."""
+    table); ``c``: the ranker's inverse L2 strength; ``prior``: train_ranker.Prior (both
+    overridden by a grid point's ``"ranker"``)."""
     table = []
     for s, o in settings:
-        w = fit([feats.get(o, f) for f in F], c=c, prior=with_names(prior, o))
+        cs, ps = ranker_for(s, c, prior)
+        w = fit([feats.get(o, f) for f in F], c=cs, prior=with_names(ps, o))
         sc = {f: offline(feats.get(o, f), benches[f].golds, w) for f in F}
         lifts = [sc[f]["objective"] - dense[f]["objective"] for f in F]
         table.append({"setting": s, "weights": list(w), "scores": sc,
@@ -182,6 +193,9 @@ def main(argv=None) -> int:
                    help="NAME=JSON: a HybridOptions field of every grid point (e.g. graph_mix)")
     p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
     p.add_argument("--prior", default=None, help="train_ranker.Prior spec, e.g. 'signed=all;center=1'")
+    p.add_argument("--ranker", action="append", default=[],
+                   help="C or C|PRIOR: an axis of ranker fits (L2 strength, train_ranker.Prior) "
+                        "crossed with the grid, chosen by the same rule")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
     a = p.parse_args(argv)
@@ -199,6 +213,7 @@ def main(argv=None) -> int:
     fams = tuple(benches)
     dense = {f: b.score(replace(TUNED, method="dense")) for f, b in benches.items()}
     settings = grid(base=replace(BASE, hybrid=replace(BASE.hybrid, **fixed)))
+    settings = [({**s, "ranker": r}, o) for s, o in settings for r in a.ranker] or settings
     feats = Features(benches, a.features_cache)
     prior = None if a.prior is None else Prior.parse(a.prior)
     chosen, ci, table = choose(fams, settings, feats, benches, dense, a.min_gain, a.c, prior)
@@ -224,7 +239,8 @@ def main(argv=None) -> int:
         o = changed(chosen if "rank_weights" in ch else up, ch)
         if "rank_weights" not in ch:
             parts = [feats.get(replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams]
-            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit(parts, c=a.c, prior=with_names(prior, o))))
+            cs, ps = ranker_for(settings[ci][0], a.c, prior)
+            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit(parts, c=cs, prior=with_names(ps, o))))
         if plain(o) == plain(chosen):
             continue  # already the selected setting
         row = {"label": label, **{f: path(o, f) for f in fams}}
@@ -237,12 +253,14 @@ def main(argv=None) -> int:
     out = {"command": "python benchmarks/quality_grid.py " + " ".join(argv or sys.argv[1:]),
            "machine": machine_info(), "git_commit": commit, "git_dirty": dirty,
            "embedder": emb.name, "objective": "(R@2 + R@5 + R@8) / 3",
-           "selection": "a fixed grid (" + ", ".join(f"{n} {list(v)}" for n, v in AXES) + "), the "
+           "selection": "a fixed grid (" + ", ".join(f"{n} {list(v)}" for n, v in AXES + (
+               (("ranker", a.ranker),) if a.ranker else ())) + "), the "
                         f"ranker (L2 C={a.c}{'' if prior is None else ', prior ' + a.prior}) retrained per "
                         "setting on the choosing families; the setting of "
                         f"the best worst-family lift over dense (ties within {a.min_gain}: the "
                         "larger mean lift); families " + str(list(fams)),
-           "axes": {n: list(v) for n, v in AXES}, "families": list(fams), "c": a.c, "prior": a.prior,
+           "axes": {n: list(v) for n, v in AXES} | ({"ranker": a.ranker} if a.ranker else {}),
+           "families": list(fams), "c": a.c, "prior": a.prior,
            "fixed_hybrid": {n: list(v) if isinstance(v, tuple) else v for n, v in fixed.items()},
            "dense": {**dense, "2wiki_test": test.score(replace(TUNED, method="dense"))},
            "shipped_preset": {**per(shipped), "query_options": plain(shipped)},
@@ -285,10 +303,10 @@ def render(out: dict) -> str:
                  + ", ".join(f"{d[f]:+.3f}" for f in fams)
                  + f" | {'+' + ','.join(wins) if wins else ''} {'-' + ','.join(loses) if loses else ''} |")
     L += ["", "## Every grid point, ranker trained on all three (search scores from C_q features)",
-          "", "| " + " | ".join(n for n, _ in AXES) + " | " + " | ".join(fams) + " | worst lift |",
-          "|---" * (len(AXES) + len(fams) + 1) + "|"]
+          "", "| " + " | ".join(out["axes"]) + " | " + " | ".join(fams) + " | worst lift |",
+          "|---" * (len(out["axes"]) + len(fams) + 1) + "|"]
     for t in out["table"]:
-        L.append("| " + " | ".join(str(t["setting"][n]) for n, _ in AXES) + " | "
+        L.append("| " + " | ".join(str(t["setting"][n]) for n in out["axes"]) + " | "
                  + " | ".join(_r(t["scores"][f]) for f in fams) + f" | {t['worst_lift']:+.4f} |")
     return "\n".join(L) + "\n"
 
