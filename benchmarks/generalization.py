@@ -54,6 +54,10 @@ def main() -> None:
                     help="an earlier stage's grid (.json), one per embedder (session 14: the "
                          "settings upstream of the ranker): its leave-one-family-out is kept "
                          "beside, as leave_one_family_out_upstream")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=FILE: a quality_grid.py file of the same grid with another ranker fit "
+                         "(--prior / --c), one per embedder; its LOFO is kept under "
+                         "leave_one_family_out_variants[NAME] (the preset does not follow it)")
     ap.add_argument("--ranker-lofo", action="append", default=[],
                     help="train_ranker.py output (.json), one per embedder: the ranker stage "
                          "alone trained leave-one-family-out")
@@ -99,6 +103,14 @@ def main() -> None:
         grids[emb]["selected_is_current_preset"] = same[emb]
     upstream = [(p, json.loads(Path(p).read_text())) for p in a.upstream_search]
     lofo_up, grids_up = leave_one_out(upstream)
+    variants: dict = {}
+    for name, p in (v.split("=", 1) for v in a.variant):
+        variants.setdefault(name, []).append((p, json.loads(Path(p).read_text())))
+    variants = {k: dict(zip(("leave_one_family_out", "grid"), leave_one_out(v))) | {
+        "in_sample": {SHORT.get(x["embedder"], x["embedder"]): {
+            "setting": x["selected"].get("setting"), **{f: _rec(x["selected"][f]) for f in SETS
+                                                         if f in x["selected"]}} for _, x in v}}
+        for k, v in variants.items()}
     ranker = {}
     for p in a.ranker_lofo:
         x = json.loads(Path(p).read_text())
@@ -168,6 +180,7 @@ def main() -> None:
                   "(the result files)" if a.results else "")),
            "leave_one_family_out_grid": grids,
            "leave_one_family_out_upstream": lofo_up, "leave_one_family_out_upstream_grid": grids_up,
+           "leave_one_family_out_variants": variants,
            "ranker_leave_one_family_out": ranker, "rank_links_leave_one_family_out": links,
            "leave_one_family_out_cross_validated": bias, "graph_floor": floor,
            "per_embedder": per_embedder,

@@ -183,6 +183,20 @@ def lofo_section() -> list[str]:
             out.append(f"| {fam} | {emb} | {x['dense']['recall@5']:.3f} | "
                        f"{'-' if shipped is None else f'{shipped:.3f}'} | {x['stitch']['recall@5']:.3f} | "
                        f"{x['own_best']['recall@5']:.3f} | {_gap(gap)} |")
+    variants = g.get("leave_one_family_out_variants", {})
+    if variants:
+        out += ["", "The same grids with another ranker fit (`generalization.json` "
+                    "`leave_one_family_out_variants`, `quality_grid.py --c/--prior`, "
+                    "`train_ranker.Prior`; the presets do not follow them; R@5):", "",
+                "| ranker fit | family | embedder | in-sample | chosen on the other two | own best | "
+                "gap to own best |", "|---|---|---|---|---|---|---|"]
+        for name, v in variants.items():
+            for fam, embs in v["leave_one_family_out"].items():
+                for emb, x in embs.items():
+                    ins = v["in_sample"].get(emb, {}).get(fam, {}).get("recall@5")
+                    out.append(f"| {name} | {fam} | {emb} | {'-' if ins is None else f'{ins:.3f}'} | "
+                               f"{x['stitch']['recall@5']:.3f} | {x['own_best']['recall@5']:.3f} | "
+                               f"{_gap(x['own_best']['recall@5'] - x['stitch']['recall@5'])} |")
     bias = g.get("leave_one_family_out_cross_validated", {})
     if bias:
         out += ["", "How much of each gap is the own-tuned best's in-sample optimism "
