@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quality_search import (FAMILIES, KS, Bench, _r, apply, code_hash, plain,  # noqa: E402
-                            write_result)
+from quality_search import (FAMILIES, KS, Bench, _r, apply, code_hash, family_parser,  # noqa: E402
+                            plain, write_result)
 from train_ranker import Prior, collect, fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
@@ -119,6 +119,17 @@ class Features:
                 np.savez(f, X=part[0], y=part[1], q=part[2])
         self.mem[(key, fam)] = part
         return part
+
+
+def grid_parser(description: str):
+    """``family_parser`` plus the flags of the offline scripts over this grid's features
+    (experiments/lofo_decompose.py, experiments/ranker_prior.py)."""
+    p = family_parser(description)
+    p.add_argument("--features-cache", required=True)
+    p.add_argument("--min-gain", type=float, default=0.005)
+    p.add_argument("--axis", action="append", default=[], help="NAME=JSON list (quality_grid.py --axis)")
+    p.add_argument("--hybrid", action="append", default=[], help="NAME=JSON (quality_grid.py --hybrid)")
+    return p
 
 
 def offline(part, golds, w) -> dict:

@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import quality_grid  # noqa: E402
-from quality_grid import Features, grid, offline  # noqa: E402
-from quality_search import family_benches, family_parser, plain  # noqa: E402
+from quality_grid import Features, grid, grid_parser, offline  # noqa: E402
+from quality_search import family_benches, plain  # noqa: E402
 from train_ranker import fit  # noqa: E402
 
 from hyperrag_fast.config import preset_for  # noqa: E402
@@ -105,11 +105,7 @@ def r5(sc):
 
 
 def main(argv=None) -> int:
-    p = family_parser(__doc__.split("\n\n")[0])
-    p.add_argument("--features-cache", required=True)
-    p.add_argument("--min-gain", type=float, default=0.005)
-    p.add_argument("--axis", action="append", default=[], help="NAME=JSON list (quality_grid.py --axis)")
-    p.add_argument("--hybrid", action="append", default=[], help="NAME=JSON (quality_grid.py --hybrid)")
+    p = grid_parser(__doc__.split("\n\n")[0])
     p.add_argument("--c", type=float, default=0.01)
     p.add_argument("--variants", default="all", help="'all' or comma-separated labels' first words "
                    "(shipped, C=..., question-weighted, columns:, incumbent)")

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import quality_grid  # noqa: E402
-from quality_grid import BASE, Features, choose, grid, offline  # noqa: E402
-from quality_search import family_benches, family_parser  # noqa: E402
+from quality_grid import BASE, Features, choose, grid, grid_parser, offline  # noqa: E402
+from quality_search import family_benches  # noqa: E402
 
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
 
@@ -54,11 +54,7 @@ def lofo_row(sets, feats, benches, dense, min_gain: float) -> dict:
 
 
 def main(argv=None) -> int:
-    p = family_parser(__doc__.split("\n\n")[0])
-    p.add_argument("--features-cache", required=True)
-    p.add_argument("--min-gain", type=float, default=0.005)
-    p.add_argument("--axis", action="append", default=[], help="NAME=JSON list (quality_grid.py --axis)")
-    p.add_argument("--hybrid", action="append", default=[], help="NAME=JSON (quality_grid.py --hybrid)")
+    p = grid_parser(__doc__.split("\n\n")[0])
     p.add_argument("--ranker", action="append", required=True, help="C or C|PRIOR (quality_grid.py --ranker)")
     p.add_argument("--nested", action="store_true", help="also the rankers as one grid axis")
     a = p.parse_args(argv)
