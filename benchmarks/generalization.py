@@ -104,7 +104,7 @@ def main() -> None:
     upstream = [(p, json.loads(Path(p).read_text())) for p in a.upstream_search]
     lofo_up, grids_up = leave_one_out(upstream)
     variants: dict = {}
-    for name, p in (v.split("=", 1) for v in a.variant):
+    for name, p in (v.rsplit("=", 1) for v in a.variant):
         variants.setdefault(name, []).append((p, json.loads(Path(p).read_text())))
     variants = {k: dict(zip(("leave_one_family_out", "grid"), leave_one_out(v))) | {
         "in_sample": {SHORT.get(x["embedder"], x["embedder"]): {
