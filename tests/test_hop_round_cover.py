@@ -14,23 +14,17 @@ from hypothesis import strategies as st
 from hyperrag_fast.config import LINK_FEATURES, PRESETS, HybridOptions
 from hyperrag_fast.methods.offpreset import chain_links, later_rounds, term_cover
 from hyperrag_fast.settings import CHAIN_LINKS
+from test_top_links import _case as _top_case
 
 
 def _case(seed: int):
-    rng = np.random.default_rng(seed)
-    n_chunks, n_groups, n_terms = int(rng.integers(3, 9)), int(rng.integers(1, 6)), int(rng.integers(0, 5))
-    nodes = [rng.integers(0, n_groups, int(rng.integers(0, 4))) for _ in range(n_chunks)]
-    ptr = np.r_[0, np.cumsum([x.size for x in nodes])].astype(np.int64)
-    node_group = np.concatenate(nodes + [np.empty(0, np.int64)]).astype(np.int64)
-    graph = SimpleNamespace(chunk_ptr=ptr, chunk_nodes=np.arange(ptr[-1], dtype=np.int64), node_group=node_group)
-    eng = SimpleNamespace(graph=graph, chunk_vec=rng.normal(size=(n_chunks, 4)).astype(np.float32))
-    posts = [np.sort(rng.choice(n_chunks, int(rng.integers(1, n_chunks + 1)), replace=False)) for _ in range(n_terms)]
-    bm25 = SimpleNamespace(n_docs=n_chunks, postings=lambda text: posts)
-    cq = rng.choice(n_chunks, int(rng.integers(2, n_chunks + 1)), replace=False).astype(np.int64)
-    pi = rng.integers(0, 4, cq.size).astype(np.float64)  # ties: the stable order decides t1
-    t0 = int(rng.choice(cq))
-    bg = np.unique(rng.integers(0, n_groups, int(rng.integers(0, n_groups + 1)))).astype(np.int64)
-    return eng, bm25, posts, rng.normal(size=4), SimpleNamespace(cq=cq, cq_pi=pi), t0, (bg, rng.random(bg.size))
+    """test_top_links' engine, BM25 postings, q, C_q and bridge, plus PPR scores with ties
+    (the stable order decides t1) and at least two C_q chunks."""
+    eng, bm25, posts, q, cq, t0, bridge = _top_case(seed)
+    rng = np.random.default_rng(seed + 1)
+    if cq.size < 2:
+        cq = np.unique(np.append(cq, (cq[0] + 1) % len(eng.chunk_vec))).astype(np.int64)
+    return eng, bm25, posts, q, SimpleNamespace(cq=cq, cq_pi=rng.integers(0, 4, cq.size).astype(np.float64)), t0, bridge
 
 
 def _idf(eng, posts):
