@@ -70,7 +70,7 @@ ABLATIONS = [
     ("+title max 2", {"title_max": 2}),
     ("title top 1", {"title_top": 1}),
 ]
-HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr", "graph_mix", "wide_chunks", "wide_flat", "hop_bridge_decay", "hop_bridge_near",
+HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr", "graph_mix", "wide_chunks", "wide_flat", "hop_bridge_decay", "hop_bridge_near", "hop_round_cover",
                "hop_bridge_chunks", "rank_links"}
 
 

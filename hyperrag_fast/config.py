@@ -151,13 +151,13 @@ class HybridOptions:
     the top source) x (the group's ``hop_idf`` weight at exponent 1, x the "sim" weight) x max(0, sim(q, c));
     a source j >= 1 counts only if its first-round score >= hop_bridge_near x the top's (issue 21, §5).
     Off in both presets (issue 21, lost on the dev families; ``methods/offpreset.py``):
-    hop_rounds > 1, further bridge rounds from the best chunk not yet a source;
-    hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
+    hop_rounds > 1, further bridge rounds from the best chunk not yet a source, each only while
+    the last round's two top chunks hold at most hop_round_cover of the question's idf-weighted
+    terms (session 18, docs/architecture.md §5, "A further hop round"; 1 = always); hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
     that many chunks nearest q + v(top chunk) (prior term hop_dense_weight x sim); mmr > 0,
     the ranker's top-k by maximal marginal relevance (mu = mmr); hop_query / hop_query_bm25,
     the chunks nearest / BM25-best for "question + the top chunk's best bridge name" (prior term hop_query_weight x sim or score share; one more embed call).
-    hop_titles: the second round also starts from the chunks whose title the question
-    names (``title_chunks``), so a question naming two pages carries both bridges.
+    hop_titles: the second round also starts from the chunks whose title the question names (``title_chunks``), so a question naming two pages carries both bridges.
 
     title_chunks > 0 (ours, docs/architecture.md §5): a chunk whose whole title the
     question contains (name keys; a disambiguator such as "(song)" included, and a title
@@ -185,8 +185,7 @@ class HybridOptions:
     chunks ranked above it moves after every chunk that does not (order kept within both
     parts); graph_gate, without ``rank_weights`` C_q ranked by (1 - g) prior / max(prior) +
     g pi / max(pi), g = 1 - max(prior) / sum(prior) (docs/architecture.md §5). Removed after
-    measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare single-word names,
-    accent/article near-matches and embedded question phrases (lost or tied on the dev families)."""
+    measurement (issue 22; benchmarks/README.md): spaCy NER seeds, rare single-word names, accent/article near-matches and embedded question phrases (lost or tied on the dev families)."""
 
     seeds: str = "ngram"
     seed_value: float = 1.0
@@ -214,6 +213,7 @@ class HybridOptions:
     hop_bridge_decay: float = 1.0
     hop_bridge_near: float = 0.0
     hop_rounds: int = 1
+    hop_round_cover: float = 1.0
     hop_bridge_titles: bool = False
     mmr: float = 0.0
     hop_dense: int = 0
@@ -233,7 +233,7 @@ class HybridOptions:
             raise ValueError("hop_bridge must be >= 0, hop_bridge_max and hop_bridge_chunks >= 1")
         if self.title_max < 0 or not self.hop_idf >= 0 or self.hop_rounds < 1 or min(
                 self.hop_dense, self.hop_dense_weight, self.mmr, self.hop_query, self.hop_query_bm25,
-                self.hop_query_weight, self.wide_chunks, self.wide_flat, self.hop_bridge_decay, self.hop_bridge_near) < 0:
+                self.hop_query_weight, self.wide_chunks, self.wide_flat, self.hop_bridge_decay, self.hop_bridge_near, self.hop_round_cover) < 0:
             raise ValueError("title_max, hop_idf, hop_dense(_weight), hop_query*, mmr, wide_* >= 0; hop_rounds >= 1")
         if any(n not in LINK_FEATURES for n in self.rank_links) or len(set(self.rank_links)) < len(self.rank_links):
             raise ValueError(f"rank_links: distinct names of {LINK_FEATURES}")

@@ -251,9 +251,12 @@ class FastRPParams:
 LINK_FEATURES = ("bridge_title", "bridge_title_words", "q_names", "r1_link", "r1_rank",
                  "page_rank", "page_count", "pi_mass", "prior_mass", "sim_rank", "top_page",
                  "bridge_title_top", "top_sim", "hop_sim", "bridge_title_final", "title_best",
-                 "residual_cover", "hop_rank", "top_bridge")
+                 "residual_cover", "hop_rank", "top_bridge", "hop2_rank", "residual_cover2", "chain_bridge")
 #: the ``rank_links`` columns read off the first round's top chunk (``lexical.top_links``)
 TOP_LINKS = ("residual_cover", "hop_rank", "top_bridge")
+#: the ``rank_links`` columns read off the chain's second link t1 too (session 18,
+#: ``offpreset.chain_links``; docs/architecture.md §5, "Ranker features inside C_q")
+CHAIN_LINKS = ("hop2_rank", "residual_cover2", "chain_bridge")
 #: the first round's top chunks (PPR order) whose bridge names "bridge_title" reads
 BRIDGE_TITLE_SOURCES = 3
 #: ``HybridOptions.graph_mix`` values (docs/architecture.md §5, "Graph floor")

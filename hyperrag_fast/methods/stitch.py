@@ -18,8 +18,9 @@ from ..config import BRIDGE_TITLE_SOURCES, TOP_LINKS, DEFAULT_METHOD, HybridOpti
 from ..engine import csr_rows, run_starts, unique
 from ..lexical import question_groups, top_links
 from .base import OWN, MethodOutput, QueryState, missing
-from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight,  # noqa: F401
-                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, title_best,
+from ..settings import CHAIN_LINKS
+from .offpreset import (_best_per_title, chain_links, dense_hops, gated_top, graph_weight,  # noqa: F401
+                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, term_cover, title_best,
                         wide_pool)
 
 
@@ -108,7 +109,8 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         r, c0, seeds = later_rounds(
             eng, q, v0, (c0, bonus), (seeds, values), r, stitch, hybrid, detail, set(sources),
             lambda t: bridge_chunks(eng, q, t, _named_groups(lk, text, t), hybrid.hop_bridge_max),
-            lambda t, s: hop_seeds(eng, q, np.asarray([t], np.int64), s, hybrid))
+            lambda t, s: hop_seeds(eng, q, np.asarray([t], np.int64), s, hybrid),
+            lambda ids: term_cover(state.bm25, text, ids))
     ids, scores, X = r.chunk_ids, r.scores, None
     if hybrid.rank_weights or detail:
         X = rank_features(r.cq, r.cq_sim, r.cq_score, r.cq_prior, r.cq_pi, dense, (b_ids, b_s),
@@ -208,6 +210,10 @@ def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...]
         cols.update(top_links(eng, bm25, text, q, np.asarray(r.cq, np.int64), t0, names, lambda: bridge_groups(
             eng, q, t0, _named_groups(lk, text, t0))))
     cols.update({n: np.zeros(len(r.cq)) for n in names if n in TOP_LINKS and n not in cols})
+    if any(n in CHAIN_LINKS for n in names) and r1_top.size:  # off in both presets (offpreset.py)
+        cols.update(chain_links(eng, bm25, text, q, r, int(r1_top[0]), names, lambda t, t0: bridge_groups(
+            eng, q, t, np.union1d(_named_groups(lk, text, t), eng.graph.node_group[eng.graph.chunk_nodes[
+                eng.graph.chunk_ptr[t0]:eng.graph.chunk_ptr[t0 + 1]]]))))
     if any(n not in cols for n in names):
         cols.update(more_link_features(eng, lk, q, r, r1_top, qgroups, cols))
     return np.column_stack([cols[n] for n in names])
