@@ -94,12 +94,26 @@ def score(rows: list[dict], p: dict, baseline: tuple | None) -> dict:
     return {"worst": min(a - b for a, b in zip(rc, rd)), "recall@2/5/8": rc, "dense": rd}
 
 
+def _rows(cache: Path, compact_dir: str | None, name: str) -> list[dict]:
+    """A cell's :func:`compact` rows, read from / saved to ``compact_dir`` when given."""
+    pk = Path(compact_dir) / f"{name}.pkl" if compact_dir else None
+    if pk is not None and pk.is_file():
+        return pickle.loads(pk.read_bytes())
+    rows = [compact(r) for r in pickle.loads((cache / f"{name}_1.pkl").read_bytes())]
+    if pk is not None:
+        pk.parent.mkdir(parents=True, exist_ok=True)
+        pk.write_bytes(pickle.dumps(rows))
+    return rows
+
+
 def main() -> None:
     a = argparse.ArgumentParser()
     a.add_argument("--rows-cache", required=True)
     a.add_argument("--cells", default="medical,novel,2wiki,hotpot,musique")
     a.add_argument("--points", required=True, help="JSON list of option dicts")
     a.add_argument("--out", default=None)
+    a.add_argument("--compact-dir", default=None,
+                   help="directory: each cell's compact rows (pickle), made once and reused")
     args = a.parse_args()
     defaults = {"cover_weight": 0.5, "fact_weight": 0.2, "lexical_weight": 0.3,
                 "graph_weight": 0.03, "dedup_sim": 0.99, "cover_pairs": 0.0}
@@ -108,8 +122,7 @@ def main() -> None:
     for emb, sub in EMBEDDERS.items():
         gb = json.loads((ROOT / "benchmarks/results" / sub / "quality-graphrag_bench.json").read_text())
         for cell in args.cells.split(","):
-            rows = [compact(r) for r in pickle.loads(
-                (Path(args.rows_cache) / f"{cell}_{emb}_1.pkl").read_bytes())]
+            rows = _rows(Path(args.rows_cache), args.compact_dir, f"{cell}_{emb}")
             base = None
             if cell in GB:
                 m = gb["subsets"][cell]
