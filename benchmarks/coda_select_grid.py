@@ -62,7 +62,7 @@ def select(r: dict, p: dict, k: int) -> list[int]:
     base = (r["cs"] + p["lexical_weight"] * r["bm"] + p["fact_weight"] * r["sm"]
             + p["graph_weight"] * r["g"])
     held, w, vec, pool = r["held"], r["w"], r["vec"], r["pool"]
-    if p["cover_pairs"] > 0 and p["cover_weight"] > 0:
+    if p.get("cover_pairs", 0.0) > 0 and p["cover_weight"] > 0:
         held, w = _pairs(held, w, p["cover_pairs"] / p["cover_weight"])
     covered, free, chosen = np.zeros(len(w), bool), np.ones(pool.size, bool), []
     while len(chosen) < min(k, pool.size) and free.any():
