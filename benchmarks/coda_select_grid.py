@@ -12,19 +12,29 @@ pickle per cell, ``<cell>_<embedder>_1.pkl``), made at the options whose pool th
 re-rank; the selection here replays ``coda``'s (score = dense + ``lexical_weight`` BM25 +
 ``fact_weight`` best sentence + ``graph_weight`` kept item, greedy ``cover_weight``
 coverage, ``dedup_sim`` skips), which reproduces the harness rows exactly at the defaults
-(docs/architecture.md §7). Baselines are read from the committed ``quality-graphrag_bench.json``.
+(docs/architecture.md §7); ``cover_pairs`` (session 18) adds coda/select.py ``_pairs``'
+term-pair columns to that coverage. Points name every knob they move from the
+defaults below (``fact_weight`` 0.2 there: the session-17 sweep's incumbent). Baselines
+are read from the committed ``quality-graphrag_bench.json``; ``--out`` writes the points
+with the command, commit and machine.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import pickle
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hyperrag_fast.coda.select import _pairs  # noqa: E402
+from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
+
 CR = "Complex Reasoning"
 GB = {"medical", "novel"}
 EMBEDDERS = {"minilm": "", "bge-small": "bge/"}
@@ -52,6 +62,8 @@ def select(r: dict, p: dict, k: int) -> list[int]:
     base = (r["cs"] + p["lexical_weight"] * r["bm"] + p["fact_weight"] * r["sm"]
             + p["graph_weight"] * r["g"])
     held, w, vec, pool = r["held"], r["w"], r["vec"], r["pool"]
+    if p.get("cover_pairs", 0.0) > 0 and p["cover_weight"] > 0:
+        held, w = _pairs(held, w, p["cover_pairs"] / p["cover_weight"])
     covered, free, chosen = np.zeros(len(w), bool), np.ones(pool.size, bool), []
     while len(chosen) < min(k, pool.size) and free.any():
         val = base + (p["cover_weight"] * (held[:, ~covered] @ w[~covered]) if len(w) else 0.0)
@@ -82,22 +94,35 @@ def score(rows: list[dict], p: dict, baseline: tuple | None) -> dict:
     return {"worst": min(a - b for a, b in zip(rc, rd)), "recall@2/5/8": rc, "dense": rd}
 
 
+def _rows(cache: Path, compact_dir: str | None, name: str) -> list[dict]:
+    """A cell's :func:`compact` rows, read from / saved to ``compact_dir`` when given."""
+    pk = Path(compact_dir) / f"{name}.pkl" if compact_dir else None
+    if pk is not None and pk.is_file():
+        return pickle.loads(pk.read_bytes())
+    rows = [compact(r) for r in pickle.loads((cache / f"{name}_1.pkl").read_bytes())]
+    if pk is not None:
+        pk.parent.mkdir(parents=True, exist_ok=True)
+        pk.write_bytes(pickle.dumps(rows))
+    return rows
+
+
 def main() -> None:
     a = argparse.ArgumentParser()
     a.add_argument("--rows-cache", required=True)
     a.add_argument("--cells", default="medical,novel,2wiki,hotpot,musique")
     a.add_argument("--points", required=True, help="JSON list of option dicts")
     a.add_argument("--out", default=None)
+    a.add_argument("--compact-dir", default=None,
+                   help="directory: each cell's compact rows (pickle), made once and reused")
     args = a.parse_args()
     defaults = {"cover_weight": 0.5, "fact_weight": 0.2, "lexical_weight": 0.3,
-                "graph_weight": 0.03, "dedup_sim": 0.99}
+                "graph_weight": 0.03, "dedup_sim": 0.99, "cover_pairs": 0.0}
     points = [dict(defaults, **p) for p in json.loads(args.points)]
     res = [{} for _ in points]
     for emb, sub in EMBEDDERS.items():
         gb = json.loads((ROOT / "benchmarks/results" / sub / "quality-graphrag_bench.json").read_text())
         for cell in args.cells.split(","):
-            rows = [compact(r) for r in pickle.loads(
-                (Path(args.rows_cache) / f"{cell}_{emb}_1.pkl").read_bytes())]
+            rows = _rows(Path(args.rows_cache), args.compact_dir, f"{cell}_{emb}")
             base = None
             if cell in GB:
                 m = gb["subsets"][cell]
@@ -113,7 +138,10 @@ def main() -> None:
         print(json.dumps(p), f"worst {worst * 100:+.2f}",
               " ".join(f"{c}:{v['worst'] * 100:+.2f}" for c, v in r.items()), flush=True)
     if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        doc = {"command": "python benchmarks/coda_select_grid.py --rows-cache <rows> --points "
+               f"'{args.points}'" + (f" --cells {args.cells}" if "--cells" in sys.argv else ""),
+               "git_commit": _git("rev-parse", "HEAD"), "machine": machine_info(), "points": out}
+        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

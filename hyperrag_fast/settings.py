@@ -183,6 +183,11 @@ class CodaOptions:
     #: share of the question's BM25 terms it holds that no chosen chunk holds (0 = off;
     #: 0.5 since session 15, ablation row ``coda_no_cover``)
     cover_weight: float = 0.5
+    #: with ``cover_weight`` > 0, a chunk's selection value also gains ``cover_pairs`` x the
+    #: share (weights idf_a x idf_b) of the question's BM25 term pairs it holds both terms
+    #: of that no chosen chunk holds both of (coda/select.py ``_pairs``; docs/architecture.md
+    #: §7, session 18: off, no dev gain past the tie margin)
+    cover_pairs: float = 0.0
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -193,9 +198,10 @@ class CodaOptions:
         if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
             raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,
-               self.fact_weight, self.diversity, self.cover_weight) < 0 or self.dense_pool < 0:
+               self.fact_weight, self.diversity, self.cover_weight,
+               self.cover_pairs) < 0 or self.dense_pool < 0:
             raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, "
-                             "diversity, cover_weight and dense_pool must be >= 0")
+                             "diversity, cover_weight, cover_pairs and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:

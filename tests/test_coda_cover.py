@@ -51,16 +51,19 @@ def _twin(vec, ids, score, k, lam, limit, docs_terms, q_terms, n_docs):
     return chosen
 
 
+def _case(docs, q, seed):
+    """(rng, BM25, question text, chunk vectors) of a generated corpus."""
+    texts = [" ".join(sorted(d)) for d in docs]
+    return (np.random.default_rng(seed), BM25(fit_bm25(texts, stop_words=False)),
+            " ".join(sorted(q)), EMB.embed(texts).astype(np.float32))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sets(st.sampled_from(WORDS), min_size=1, max_size=4), min_size=2, max_size=8),
        st.sets(st.sampled_from(WORDS), min_size=1, max_size=4), st.integers(1, 6),
        st.sampled_from([0.0, 0.1, 0.5, 2.0]), st.sampled_from([0.0, 0.9]), st.integers(0, 999))
 def test_cover_matches_twin(docs, q, k, lam, limit, seed):
-    rng = np.random.default_rng(seed)
-    texts = [" ".join(sorted(d)) for d in docs]
-    bm = BM25(fit_bm25(texts, stop_words=False))
-    q_text = " ".join(sorted(q))
-    vec = EMB.embed(texts).astype(np.float32)
+    rng, bm, q_text, vec = _case(docs, q, seed)
     ids = rng.permutation(len(docs))[:max(1, len(docs) - 1)].astype(np.int64)
     score = np.round(rng.random(ids.size), 2)  # ties happen
     got = _cover(vec, ids, score, k, lam, limit, bm.postings(q_text), bm.n_docs).tolist()
@@ -76,17 +79,22 @@ def _graph():
     return consolidate(kg, ev, rv)
 
 
+def _small(texts, q_text):
+    """(chunk vectors, question vector, BM25, options without the other signals, retriever)
+    over :func:`_graph` and ``texts``."""
+    cv = EMB.embed(texts).astype(np.float32)
+    o = CodaOptions(k_entry=1, k_entry_relations=0, dense_pool=4, graph_weight=0.0,
+                    lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0)
+    return (cv, EMB.embed([q_text])[0], BM25(fit_bm25(texts, stop_words=False)), o,
+            CodaRetriever(_graph(), chunk_vec=cv))
+
+
 def test_cover_weight_brings_the_other_half_of_the_question():
     """Two near-equal passages on "alpha beta" lead by cosine; with ``cover_weight`` the
     passage holding the question's other term ("delta") takes the second place."""
-    texts = ["alpha beta", "alpha beta again", "gamma delta", "alpha gamma"]
     q_text = "alpha beta delta"
-    cv = EMB.embed(texts).astype(np.float32)
-    q = EMB.embed([q_text])[0]
-    bm = BM25(fit_bm25(texts, stop_words=False))
-    o = CodaOptions(k_entry=1, k_entry_relations=0, dense_pool=4, graph_weight=0.0,
-                    lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0)
-    r = CodaRetriever(_graph(), chunk_vec=cv)
+    cv, q, bm, o, r = _small(["alpha beta", "alpha beta again", "gamma delta", "alpha gamma"],
+                             q_text)
     plain = r.retrieve(q, q_text, 2, o, bm25=bm).chunk_ids.tolist()
     cover = r.retrieve(q, q_text, 2, replace(o, cover_weight=1.0), bm25=bm).chunk_ids.tolist()
     rel = cv @ q
@@ -96,3 +104,61 @@ def test_cover_weight_brings_the_other_half_of_the_question():
     assert r.retrieve(q, q_text, 2, replace(o, cover_weight=1.0)).chunk_ids.tolist() == plain
     with pytest.raises(ValueError):
         CodaOptions(cover_weight=-0.5)
+
+
+def _pair_twin(vec, ids, score, k, lam, ratio, docs_terms, q_terms, n_docs):
+    """As ``_twin`` (no skip) with ``cover_pairs`` = ``ratio`` x ``lam``: each step also
+    gains lam x ratio x the idf_a idf_b share of the question-term pairs the chunk holds
+    both terms of that no chosen chunk holds both of."""
+    df = {t: sum(t in docs_terms[d] for d in range(n_docs)) for t in q_terms}
+    idf = {t: math.log(1 + (n_docs - df[t] + 0.5) / (df[t] + 0.5)) for t in q_terms if df[t]}
+    tot = sum(idf.values())
+    terms = sorted(idf)
+    pairs = {(a, b): idf[a] * idf[b] for i, a in enumerate(terms) for b in terms[i + 1:]}
+    ptot = sum(pairs.values())
+    covered: set = set()
+    chosen: list[int] = []
+    while len(chosen) < min(k, len(ids)):
+        def val(j):
+            d = docs_terms[ids[j]]
+            new = [t for t in idf if t in d and t not in covered]
+            newp = [p for p in pairs if p[0] in d and p[1] in d and p not in covered]
+            g = sum(idf[t] for t in new) / tot if tot else 0.0
+            if ptot:
+                g += ratio * sum(pairs[p] for p in newp) / ptot
+            return score[j] + lam * g
+        j = min((j for j in range(len(ids)) if j not in chosen), key=lambda j: (-val(j), ids[j]))
+        chosen.append(j)
+        d = docs_terms[ids[j]]
+        covered |= d | {p for p in pairs if p[0] in d and p[1] in d}
+    return chosen
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sets(st.sampled_from(WORDS), min_size=1, max_size=4), min_size=2, max_size=8),
+       st.sets(st.sampled_from(WORDS), min_size=1, max_size=5), st.integers(1, 6),
+       st.sampled_from([0.1, 0.5, 2.0]), st.sampled_from([0.0, 0.5, 3.0]), st.integers(0, 999))
+def test_cover_pairs_matches_twin(docs, q, k, lam, ratio, seed):
+    """``cover_pairs`` (coda/select.py ``_pairs``) against a brute-force twin."""
+    rng, bm, q_text, vec = _case(docs, q, seed)
+    ids = rng.permutation(len(docs)).astype(np.int64)
+    score = np.round(rng.random(ids.size), 1)  # ties happen
+    got = _cover(vec, ids, score, k, lam, 0.0, bm.postings(q_text), bm.n_docs,
+                 pairs=ratio).tolist()
+    assert got == _pair_twin(vec, ids.tolist(), score, k, lam, ratio, [set(d) for d in docs],
+                             q, len(docs))
+
+
+def test_cover_pairs_off_and_validated():
+    """``cover_pairs`` 0 (the default) or without ``cover_weight`` leaves ``coda`` as it
+    is; negative values are refused."""
+    q_text = "alpha delta gamma"
+    cv, q, bm, o, r = _small(["alpha beta", "gamma delta", "alpha gamma", "beta delta"], q_text)
+    o = replace(o, cover_weight=1.0)
+    base = r.retrieve(q, q_text, 3, o, bm25=bm).chunk_ids.tolist()
+    assert r.retrieve(q, q_text, 3, replace(o, cover_pairs=0.0), bm25=bm).chunk_ids.tolist() == base
+    off = replace(o, cover_weight=0.0)
+    assert (r.retrieve(q, q_text, 3, replace(off, cover_pairs=5.0), bm25=bm).chunk_ids.tolist()
+            == r.retrieve(q, q_text, 3, off, bm25=bm).chunk_ids.tolist())
+    with pytest.raises(ValueError):
+        CodaOptions(cover_pairs=-0.1)

@@ -1,5 +1,5 @@
 """Chunk selection helpers of CODA's relevance alignment (coda/retrieve.py module
-docstring: ``dedup_sim``, ``diversity``, ``cover_weight``, ``fact_weight``;
+docstring: ``dedup_sim``, ``diversity``, ``cover_weight``, ``cover_pairs``, ``fact_weight``;
 docs/architecture.md §7)."""
 from __future__ import annotations
 
@@ -44,19 +44,21 @@ def _mmr(chunk_vec, ids, score, top_k, lam, limit) -> np.ndarray:
     return np.asarray(chosen, np.int64)
 
 
-def _cover(chunk_vec, ids, score, top_k, lam, limit, postings, n_docs, held=None) -> np.ndarray:
+def _cover(chunk_vec, ids, score, top_k, lam, limit, postings, n_docs, held=None,
+           pairs=0.0) -> np.ndarray:
     """Greedy question-term coverage over candidate positions: each step takes the best
     ``score + lam * (idf share of the question's terms the chunk holds that no chosen
     chunk holds)`` (ties by chunk id), skipping a candidate whose cosine with a chosen
     one exceeds ``limit`` (when > 0); up to ``top_k`` positions. ``postings``: per
     question term, the documents holding it (``BM25.postings``); idf = ln(1 + (N - df +
     0.5) / (df + 0.5)) with ``N = n_docs``. ``held``: :func:`_held` of ``ids`` when known.
-    The greedy is kernels/coda_select.py ``cover_greedy``."""
+    ``pairs``: ``cover_pairs`` / ``lam`` (:func:`_pairs`). The greedy is
+    kernels/coda_select.py ``cover_greedy``."""
     n = ids.size
     if not postings or n == 0:
         order = np.lexsort((ids, -score))
         return _dedup(chunk_vec, ids, order, top_k, limit) if limit > 0 else order[:top_k]
-    held, w = _held(ids, postings, n_docs) if held is None else held
+    held, w = _held(ids, postings, n_docs, pairs) if held is None else held
     V = np.asarray(chunk_vec) if limit > 0 else _NO_ROWS
     return cover_greedy(np.ascontiguousarray(held), w, np.asarray(score, np.float64),
                         np.asarray(ids, np.int64), float(lam), int(top_k), V, float(limit))
@@ -65,8 +67,22 @@ def _cover(chunk_vec, ids, score, top_k, lam, limit, postings, n_docs, held=None
 _NO_ROWS = np.zeros((1, 1), np.float32)  # cover_greedy's rows when no cosine is read
 
 
-def _held(ids, postings, n_docs) -> tuple[np.ndarray, np.ndarray]:
-    """(which question terms each candidate holds (n, terms), the terms' idf shares)."""
+def _pairs(held, w, ratio) -> tuple[np.ndarray, np.ndarray]:
+    """``held`` / ``w`` with one more column per pair of question terms (a candidate holds
+    a pair when it holds both), weighted ``ratio`` x idf_a idf_b / (sum over pairs): the
+    greedy's ``lam`` x (term share + ``ratio`` x pair share) of what no chosen chunk holds."""
+    a, b = np.triu_indices(w.size, 1)
+    pw = w[a] * w[b]
+    tot = float(pw.sum())
+    if ratio <= 0 or tot <= 0:
+        return held, w
+    return (np.concatenate([held, held[:, a] & held[:, b]], axis=1),
+            np.concatenate([w, ratio * pw / tot]))
+
+
+def _held(ids, postings, n_docs, pairs=0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(which question terms each candidate holds (n, terms), the terms' idf shares);
+    ``pairs`` > 0: with the term pairs' columns (:func:`_pairs`)."""
     df = np.array([p.size for p in postings], np.float64)
     w = np.log1p((n_docs - df + 0.5) / (df + 0.5))
     w = w / w.sum() if w.sum() > 0 else w
@@ -80,7 +96,12 @@ def _held(ids, postings, n_docs) -> tuple[np.ndarray, np.ndarray]:
         mark[p] = True
         held[:, j] = mark[ids]
         mark[p] = False
-    return held, w
+    return _pairs(held, w, pairs) if pairs > 0 else (held, w)
+
+
+def _ratio(o) -> float:
+    """``cover_pairs`` relative to ``cover_weight`` (the greedy's ``lam``)."""
+    return o.cover_pairs / o.cover_weight if o.cover_pairs > 0 and o.cover_weight > 0 else 0.0
 
 
 def select(chunk_vec, ids, score, top_k, o, postings, n_docs, held=None) -> np.ndarray:
@@ -89,7 +110,7 @@ def select(chunk_vec, ids, score, top_k, o, postings, n_docs, held=None) -> np.n
     or the order by score (ties by chunk id). ``held``: :func:`_held` of ``ids`` when known."""
     if postings is not None:
         return _cover(chunk_vec, ids, score, top_k, o.cover_weight, o.dedup_sim, postings, n_docs,
-                      held)
+                      held, _ratio(o))
     if o.diversity > 0 and chunk_vec is not None:
         return _mmr(chunk_vec, ids, score, top_k, o.diversity, o.dedup_sim)
     order = np.lexsort((ids, -score))
@@ -112,7 +133,7 @@ def select_lazy_facts(chunk_vec, ids, score, top_k, o, postings, n_docs, best_of
     ub = score + o.fact_weight * upper
     held = w = None
     if postings:
-        held, w = _held(ids, postings, n_docs)
+        held, w = _held(ids, postings, n_docs, _ratio(o))
         ub = ub + o.cover_weight * (held @ w) + 1e-9
     rank = np.lexsort((ids, -ub))
     mmr = postings is None and o.diversity > 0 and chunk_vec is not None
