@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from ..engine import csr_positions, csr_rows
+from ..kernels.coda_facts import best_sentences
 from ..kernels.dense import code_l1, dot_gather, dot_rows, icode_topk, quantize_rows
 
 MOMENT_BLOCK = 4096  # rows per float64 block of the moment sums (bounded scratch)
@@ -52,6 +53,17 @@ def gather_sims(V: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     out = np.empty(rows.shape[0], np.float32)
     dot_gather(np.asarray(V), np.asarray(rows, np.int64), np.ascontiguousarray(q, np.float32), out)
     return out.astype(np.float64)
+
+
+def best_sentence_sims(V: np.ndarray, ptr: np.ndarray, order: np.ndarray, ids: np.ndarray,
+                       q: np.ndarray) -> np.ndarray:
+    """max sim(q, s) (float64, -1 when none) over the sentences ``s = order[ptr[c]:ptr[c +
+    1]]`` of each chunk ``c`` in ``ids``: the float32 dots of :func:`gather_sims` in one
+    compiled pass (kernels/coda_facts.py), reading only those rows."""
+    out = np.empty(len(ids))
+    best_sentences(np.ascontiguousarray(V, np.float32), ptr, order, np.asarray(ids, np.int64),
+                   np.ascontiguousarray(q, np.float32), out)
+    return out
 
 
 class GraphSims:
