@@ -51,3 +51,16 @@ def best_sentences(V, ptr, order, chunks, q, out):
                 b = s
             t += 1
         out[i] = b
+
+
+@jit
+def dot_gather_ahead(V, rows, q, out):
+    """``out[i] = <V[rows[i]], q>`` in float32, as kernels/dense.py ``dot_gather`` (the
+    same floats), each row asked for SENT_AHEAD rows before its dot. ``V`` C-contiguous."""
+    n = rows.shape[0]
+    for t in range(min(SENT_AHEAD, n)):
+        prefetch_row(V, rows[t])
+    for t in range(n):
+        if t + SENT_AHEAD < n:
+            prefetch_row(V, rows[t + SENT_AHEAD])
+        out[t] = _dot(V, rows[t], q)
