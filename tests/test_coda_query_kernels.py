@@ -3,7 +3,8 @@ against slow twins: ``icode_topk`` (int8 codes of the rows and of the query, the
 top-k), ``code_l1``, ``max_chunks`` (``align_pool="max"``), ``functional_topk`` with
 repeated rows, and the query-side pieces built on them (``QuerySims.release``,
 ``CodaRetriever._dense_pool``, ``select_lazy_facts``), ``_held`` (the question terms each
-candidate holds) and ``cover_greedy`` (``cover_weight``, session 17)."""
+candidate holds) and ``cover_greedy`` (``cover_weight``, session 17), ``best_sentences``
+(``fact_weight``) and ``dot_gather_ahead`` (session 18)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -13,11 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.ann import top_k_desc
-from hyperrag_fast.coda.fast import GraphSims, QuerySims, chunk_sims, codes
+from hyperrag_fast.coda.fast import GraphSims, QuerySims, best_sentence_sims, chunk_sims, codes
+from hyperrag_fast.engine import csr_positions
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.coda.select import _cover, _held, select, select_lazy_facts
 from hyperrag_fast.kernels.coda_assoc import functional_topk, max_chunks
-from hyperrag_fast.kernels.dense import code_l1, code_topk, icode_topk, quantize_rows
+from hyperrag_fast.kernels.coda_facts import dot_gather_ahead
+from hyperrag_fast.kernels.dense import code_l1, code_topk, dot_gather, icode_topk, quantize_rows
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -262,3 +265,44 @@ def test_cover_greedy_is_the_numpy_greedy(n, terms, top_k, seed, limit, ties):
     assert got.tolist() == want.tolist()
     assert _cover(chunk_vec, ids, score, top_k, 0.5, limit, post, n_chunks,
                   (held, w)).tolist() == got.tolist()
+
+
+@SETTINGS
+@given(st.integers(0, 40), st.integers(0, 60), st.integers(1, 40), st.integers(0, 30),
+       st.integers(0, 2**32 - 1))
+def test_best_sentences_is_gather_and_maximum_at(n_chunks, n_sent, d, n_ids, seed):
+    """``best_sentence_sims`` (kernels/coda_facts.py ``best_sentences``) = the NumPy path
+    it replaced: kernels/dense.py ``dot_gather`` over the chunks' sentences, then ``np.maximum.at`` from -1; bit-identical, for chunks without sentences,
+    repeated and unsorted ids."""
+    rng = np.random.default_rng(seed)
+    n_chunks = max(n_chunks, 1)
+    sent_chunk = rng.integers(0, n_chunks, n_sent)
+    order = np.argsort(sent_chunk, kind="stable")
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(sent_chunk, minlength=n_chunks))]).astype(np.int64)
+    V = _rows(rng, n_sent, d, dup=True)
+    q = rng.standard_normal(d).astype(np.float32)
+    ids = rng.integers(0, n_chunks, n_ids).astype(np.int64)
+    pos, owner = csr_positions(ptr, ids)
+    sims = np.empty(pos.size, np.float32)
+    dot_gather(V, order[pos], q, sims)  # gather_sims's floats before this session
+    want = np.full(ids.size, -1.0)
+    np.maximum.at(want, owner, sims.astype(np.float64))
+    got = best_sentence_sims(V, ptr, order, ids, q)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+
+
+@SETTINGS
+@given(st.integers(1, 50), st.integers(1, 70), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_dot_gather_ahead_is_dot_gather(n, d, m, seed):
+    """``dot_gather_ahead`` (rows fetched ahead) = kernels/dense.py ``dot_gather``, bit for
+    bit, for repeated rows, and within float32 rounding of the float64 products."""
+    rng = np.random.default_rng(seed)
+    V = _rows(rng, n, d, dup=True)
+    q = rng.standard_normal(d).astype(np.float32)
+    rows = rng.integers(0, n, m).astype(np.int64)
+    want, got = np.empty(m, np.float32), np.empty(m, np.float32)
+    dot_gather(V, rows, q, want)
+    dot_gather_ahead(V, rows, q, got)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, V[rows].astype(np.float64) @ q, atol=1e-5)

@@ -20,7 +20,8 @@ import threading
 import numpy as np
 
 from ..engine import csr_positions, csr_rows
-from ..kernels.dense import code_l1, dot_gather, dot_rows, icode_topk, quantize_rows
+from ..kernels.coda_facts import best_sentences, dot_gather_ahead
+from ..kernels.dense import code_l1, dot_rows, icode_topk, quantize_rows
 
 MOMENT_BLOCK = 4096  # rows per float64 block of the moment sums (bounded scratch)
 
@@ -48,10 +49,23 @@ def chunk_sims(chunk_vec: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def gather_sims(V: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``V[rows] @ q`` (float64) by the compiled float32 dots over those rows only."""
+    """``V[rows] @ q`` (float64) by the compiled float32 dots over those rows only
+    (kernels/dense.py ``dot_gather``'s floats, rows fetched ahead: kernels/coda_facts.py)."""
     out = np.empty(rows.shape[0], np.float32)
-    dot_gather(np.asarray(V), np.asarray(rows, np.int64), np.ascontiguousarray(q, np.float32), out)
+    dot_gather_ahead(np.ascontiguousarray(V, np.float32), np.asarray(rows, np.int64),
+                     np.ascontiguousarray(q, np.float32), out)
     return out.astype(np.float64)
+
+
+def best_sentence_sims(V: np.ndarray, ptr: np.ndarray, order: np.ndarray, ids: np.ndarray,
+                       q: np.ndarray) -> np.ndarray:
+    """max sim(q, s) (float64, -1 when none) over the sentences ``s = order[ptr[c]:ptr[c +
+    1]]`` of each chunk ``c`` in ``ids``: the float32 dots of :func:`gather_sims` in one
+    compiled pass (kernels/coda_facts.py), reading only those rows."""
+    out = np.empty(len(ids))
+    best_sentences(np.ascontiguousarray(V, np.float32), ptr, order, np.asarray(ids, np.int64),
+                   np.ascontiguousarray(q, np.float32), out)
+    return out
 
 
 class GraphSims:
@@ -160,14 +174,14 @@ class QuerySims:
             ents = np.asarray(ents, np.int64)
             ents = ents[np.isnan(self.ent[ents])]  # not yet computed (the same dots)
             out = np.empty(ents.size, np.float32)
-            dot_gather(self.gs.ent, ents, self.q, out)
+            dot_gather_ahead(self.gs.ent, ents, self.q, out)
             self.ent[ents] = out
             self._filled.append((self.ent, ents))
         if rels is not None and len(rels):
             rels = np.asarray(rels, np.int64)
             rels = rels[np.isnan(self.rel[rels])]
             out = np.empty(rels.size, np.float32)
-            dot_gather(self.gs.rep, self.gs.of[rels], self.q, out)
+            dot_gather_ahead(self.gs.rep, self.gs.of[rels], self.q, out)
             self.rel[rels] = out
             self._filled.append((self.rel, rels))
 

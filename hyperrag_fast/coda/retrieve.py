@@ -61,7 +61,7 @@ from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relatio
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
 from ..kernels.dense import icode_topk
-from .fast import QuerySims, chunk_sims, codes, gather_sims, graph_sims
+from .fast import QuerySims, best_sentence_sims, chunk_sims, codes, gather_sims, graph_sims
 from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
@@ -169,9 +169,10 @@ class CodaRetriever:
         products run on ``config.QUERY_BLAS_THREADS`` BLAS threads (:mod:`hyperrag_fast.blas`)."""
         o = o or CodaOptions()
         q = np.asarray(q, np.float32).reshape(-1)
-        S = QuerySims(graph_sims(self), q) if o.sims == "lazy" and self.keywords is None else None
+        S = None
         try:
-            with query_blas():
+            with query_blas():  # QuerySims' moment products too
+                S = QuerySims(graph_sims(self), q) if o.sims == "lazy" and self.keywords is None else None
                 return self._retrieve(q, text, top_k, o, detail, bm25, S)
         finally:
             if S is not None:
@@ -365,11 +366,10 @@ class CodaRetriever:
     def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
         those sentences' vectors are read."""
+        if lazy:  # one compiled pass over the rows read (coda/fast.py)
+            return best_sentence_sims(self.sent_vec, self._sent_ptr, self._sent_ord, ids, q)
         pos, owner = csr_positions(self._sent_ptr, ids)
-        if lazy:  # compiled dots over the rows read (coda/fast.py)
-            sims = gather_sims(self.sent_vec, self._sent_ord[pos], q)
-        else:
-            sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
+        sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
         np.maximum.at(best, owner, sims)
         return best

@@ -127,8 +127,10 @@ def select_lazy_facts(chunk_vec, ids, score, top_k, o, postings, n_docs, best_of
     prefix selected until every chosen candidate scores above the bound of every
     candidate left out. The selection only walks candidates whose value is at least a
     chosen one's score (a coverage gain is >= 0), so it walks none left out: the same
-    positions and scores as over all candidates. ``_mmr`` (a value below the score)
-    computes all. Returns (positions, scores)."""
+    positions and scores as over all candidates, whatever prefixes are tried. The next
+    prefix holds every candidate whose bound reaches the lowest chosen score (at least
+    twice the last one when too few were chosen); ``best_of`` is asked once per
+    candidate. ``_mmr`` (a value below the score) computes all. Returns (positions, scores)."""
     n = ids.size
     ub = score + o.fact_weight * upper
     held = w = None
@@ -138,11 +140,19 @@ def select_lazy_facts(chunk_vec, ids, score, top_k, o, postings, n_docs, best_of
     rank = np.lexsort((ids, -ub))
     mmr = postings is None and o.diversity > 0 and chunk_vec is not None
     m = n if mmr else min(n, max(4 * top_k, 32))
+    best, done = np.empty(n), 0  # best_of of the candidates rank[:done]
     while True:
+        if m > done:
+            new = rank[done:m]
+            best[new] = best_of(ids[new])
+            done = m
         sub = np.sort(rank[:m])
-        sc = score[sub] + o.fact_weight * best_of(ids[sub])
+        sc = score[sub] + o.fact_weight * best[sub]
         pos = select(chunk_vec, ids[sub], sc, top_k, o, postings, n_docs,
                      None if held is None else (held[sub], w))
-        if m == n or (pos.size == min(top_k, n) > 0 and ub[rank[m]] < sc[pos].min()):
+        full = pos.size == min(top_k, n) > 0
+        if m == n or (full and ub[rank[m]] < sc[pos].min()):
             return sub[pos], sc[pos]
-        m = min(n, 4 * m)
+        # ub[rank] is descending: the candidates whose bound reaches the lowest chosen score
+        reach = int(np.searchsorted(-ub[rank], -sc[pos].min(), side="right")) if full else 0
+        m = min(n, max(reach, 2 * m))
