@@ -41,7 +41,7 @@ EMBED_TIMEOUT_S = 60.0
 #: (``embed/onnx_cache.py``; default ``$XDG_CACHE_HOME/hyperrag_fast``)
 MODEL_CACHE_ENV = "HYPERRAG_FAST_CACHE"
 #: CODA's build step embeds the names a batch-1 ONNX encoder (bge-small) lacks
-#: layer-major (``embed/layer_major.py``; docs/architecture.md §7, "CODA build cost"):
+#: layer-major (``embed/layer_major.py``; docs/architecture.md §7, "Layer-major name runs"):
 #: the same vectors bit for bit, the model cut once into one piece per layer (needs the
 #: ``onnx`` package for the cut), blocks of ``CODA_LAYER_MAJOR_BLOCK`` names per piece.
 #: Off until a ``--coda-cost`` run from a commit adopts it; the environment variable

@@ -1,5 +1,5 @@
-"""Layer-major batch-1 runs of an int8 ONNX encoder (docs/architecture.md §7, "CODA build
-cost"): the model is cut once into its embeddings and one graph per encoder layer, and a
+"""Layer-major batch-1 runs of an int8 ONNX encoder (docs/architecture.md §7, "Layer-major
+name runs"): the model is cut once into its embeddings and one graph per encoder layer, and a
 block of texts goes through a piece at a time, each text still one batch-1 run per piece,
 so every vector is the one :meth:`OnnxEncoder.embed` gives at batch one (bit for bit);
 one layer's int8 weights (~1.8 MB for bge-small) stay in the core's L2 cache while the
@@ -90,6 +90,13 @@ class LayerMajor:
 
     def __init__(self, enc, parts: list, block: int) -> None:
         self.enc, self.parts, self.block = enc, parts, block
+        # what a text's state keeps after each piece: the tensors later pieces read and
+        # the output (a block's earlier layers are let go: peak memory, not speed)
+        need, self.keep = {enc.output_name}, []
+        for ins, _, _ in reversed(parts):
+            self.keep.append(frozenset(need))
+            need = need | set(ins)
+        self.keep.reverse()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.enc.dim), np.float32)
@@ -102,9 +109,10 @@ class LayerMajor:
                 a = np.asarray([e.ids], np.int64)
                 states.append({"input_ids": a, "attention_mask": np.ones_like(a),
                                "token_type_ids": np.zeros_like(a)})
-            for ins, outs, s in self.parts:
-                for st in states:
+            for (ins, outs, s), keep in zip(self.parts, self.keep):
+                for r, st in enumerate(states):
                     st.update(zip(outs, s.run(outs, {k: st[k] for k in ins})))
+                    states[r] = {k: v for k, v in st.items() if k in keep}
             for r, st in enumerate(states):
                 h = st[self.enc.output_name]
                 if self.enc.pooling == "cls":
@@ -156,33 +164,37 @@ def _save(ort, enc, folder: Path) -> None:
 
 
 def layer_major(enc, block: int, root: Path | None = None) -> LayerMajor:
-    """A :class:`LayerMajor` runner for ``enc`` (an :class:`OnnxEncoder`), its pieces cut
-    and saved on first use (needs ``onnx``), then mapped. RuntimeError when the saved
-    pieces do not give ``enc``'s batch-1 vectors bit for bit on :data:`PROBE`."""
+    """A :class:`LayerMajor` runner for ``enc`` (an :class:`OnnxEncoder` of batch one),
+    its pieces cut and saved on first use (needs ``onnx``), then mapped. RuntimeError when
+    new pieces do not give ``enc``'s vectors bit for bit on :data:`PROBE` (then not kept);
+    saved ones are checked against their digests (damaged: cut again)."""
     if getattr(enc, "batch_size", None) != 1:
         raise ValueError(f"layer-major runs reproduce batch-1 vectors; {enc.name} embeds in "
                          f"batches of {getattr(enc, 'batch_size', '?')}")
     ort = import_onnxruntime()
     folder = _folder(ort, enc, root)
     lm = _load(ort, folder, enc, block)
-    if lm is None:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
+    if lm is not None:  # checked on the probe when made; its files against their digests
+        return lm
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
+    try:
+        _save(ort, enc, tmp)
+        made = _load(ort, tmp, enc, block)
+        # one batch-1 run per text, as the names are embedded
+        if made is None or not np.array_equal(made.embed(list(PROBE)), enc.embed(list(PROBE))):
+            raise RuntimeError(f"the layer-major pieces cut from {enc.name} do not reproduce "
+                               "its batch-1 vectors on the probe texts; refusing them")
+        del made
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
         try:
-            _save(ort, enc, tmp)
-            if folder.exists():
-                shutil.rmtree(folder, ignore_errors=True)
-            try:
-                os.replace(tmp, folder)
-            except OSError:  # a racing process put its pieces there first
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        lm = _load(ort, folder, enc, block)
-        if lm is None:
-            raise RuntimeError(f"could not load the layer-major pieces saved under {folder}")
-    ref = enc.embed(list(PROBE))  # one batch-1 run per text, as the names are embedded
-    if not np.array_equal(lm.embed(list(PROBE)), ref):
-        raise RuntimeError(f"the layer-major pieces under {folder} do not reproduce "
-                           f"{enc.name}'s batch-1 vectors on the probe texts; refusing them")
+            os.replace(tmp, folder)
+        except OSError:  # a racing process put its pieces there first
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    lm = _load(ort, folder, enc, block)
+    if lm is None:
+        raise RuntimeError(f"could not load the layer-major pieces saved under {folder}")
     return lm
