@@ -27,7 +27,7 @@ import numpy as np
 
 from ..checksums import file_digest
 from .base import l2_normalize
-from .onnx_cache import _cpu_key, _options, cache_root
+from .onnx_cache import _cpu_key, _options, cache_root, save_options
 from .onnx_encoder import import_onnxruntime
 
 ONNX_HINT = ('layer-major embedding (settings.CODA_LAYER_MAJOR / $HYPERRAG_FAST_LAYER_MAJOR) '
@@ -148,13 +148,7 @@ def _save(ort, enc, folder: Path) -> None:
     """Cut the model and save each piece optimised into ``folder`` (new)."""
     pieces = cut(enc._model_path)
     for i, (_, _, raw) in enumerate(pieces):
-        opts = _options(ort, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-        opts.optimized_model_filepath = os.fspath(folder / f"piece{i:02d}.onnx")
-        opts.add_session_config_entry("session.optimized_model_external_initializers_file_name",
-                                      f"piece{i:02d}.onnx.data")
-        opts.add_session_config_entry(
-            "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-        opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
+        opts = save_options(ort, folder / f"piece{i:02d}.onnx", f"piece{i:02d}.onnx.data")
         ort.InferenceSession(raw, sess_options=opts, providers=["CPUExecutionProvider"])
     files = sorted(p.name for p in folder.iterdir())
     (folder / _STAMP).write_text(json.dumps({
