@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import csr_rows
+
 
 def _best_per_title(lk, named: np.ndarray, share: np.ndarray) -> list[int]:
     """Of the chunks of the titles the question names, each title's chunk of the largest
@@ -322,8 +324,7 @@ def chain_links(eng, bm25, text: str, q: np.ndarray, r, t0: int, names, bridge) 
         bg, bw = bridge(t1, t0)
         top = np.zeros(n)
         if bg.size and n:
-            nodes = np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]] for c in cq.tolist()])
-            row = np.repeat(np.arange(n), np.diff(g.chunk_ptr)[cq])
+            nodes, row = csr_rows(g.chunk_ptr, g.chunk_nodes, cq)
             grp = g.node_group[nodes]
             j = np.minimum(np.searchsorted(bg, grp), bg.size - 1)
             np.maximum.at(top, row, np.where(bg[j] == grp, bw[j], 0.0))
