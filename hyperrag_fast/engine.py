@@ -45,6 +45,18 @@ def csr_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.
     return values[pos], owner
 
 
+def chunk_group_best(g, chunks: np.ndarray, groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per chunk of ``chunks``: the largest ``weights[k]`` over its nodes' name groups found
+    in the sorted ``groups`` (0 when none; docs/architecture.md §5, "Ranker features inside C_q")."""
+    top = np.zeros(chunks.shape[0])
+    if groups.size and chunks.size:
+        nodes, row = csr_rows(g.chunk_ptr, g.chunk_nodes, chunks)
+        grp = g.node_group[nodes]
+        j = np.minimum(np.searchsorted(groups, grp), groups.size - 1)
+        np.maximum.at(top, row, np.where(groups[j] == grp, weights[j], 0.0))
+    return top
+
+
 def run_starts(a: np.ndarray) -> np.ndarray:
     """Where each run of equal values of the sorted, non-empty array ``a`` starts."""
     return np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))

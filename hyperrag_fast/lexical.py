@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .engine import csr_rows
+from .engine import chunk_group_best
 from .kernels.lexical import bm25_topk
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
@@ -253,13 +253,7 @@ def top_links(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int, name
         hs[own] = -np.inf
         out["hop_rank"] = np.where(own, 0.0, _rank_share(hs))
     if "top_bridge" in names:
-        (bg, bw), top = bridge(), np.zeros(cq.shape[0])
-        if bg.size and cq.size:
-            nodes, row = csr_rows(g.chunk_ptr, g.chunk_nodes, cq)
-            grp = g.node_group[nodes]
-            j = np.minimum(np.searchsorted(bg, grp), bg.size - 1)
-            np.maximum.at(top, row, np.where(bg[j] == grp, bw[j], 0.0))
-        out["top_bridge"] = np.where(own, 0.0, top)
+        out["top_bridge"] = np.where(own, 0.0, chunk_group_best(g, cq, *bridge()))
     return out
 
 

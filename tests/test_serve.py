@@ -291,7 +291,10 @@ def test_bad_requests_get_a_one_line_4xx(base_index):
 # ----------------------------------------------------------------- overload, timeout
 def test_tiny_queue_sheds_with_503_and_retry_after(base_index):
     gate = Gate()
-    with serving({"main": base_index}, workers=1, queue=1, embedder=gate) as (base, _, _):
+    # the held request must not reach the server's own deadline while the test polls (a
+    # loaded CI machine took > 10 s here): this test is about shedding, not about timeouts
+    with serving({"main": base_index}, workers=1, queue=1, embedder=gate,
+                 timeout_s=DEADLINE) as (base, _, _):
         gate.armed = True
         out: list = []
         first = threading.Thread(target=lambda: out.append(

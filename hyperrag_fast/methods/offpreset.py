@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import chunk_group_best
+
 
 def _best_per_title(lk, named: np.ndarray, share: np.ndarray) -> list[int]:
     """Of the chunks of the titles the question names, each title's chunk of the largest
@@ -319,14 +321,6 @@ def chain_links(eng, bm25, text: str, q: np.ndarray, r, t0: int, names, bridge) 
                 res += w * has[:-2]
         out["residual_cover2"] = np.where(own, 0.0, res / tot if tot > 0 else res)
     if "chain_bridge" in names:
-        bg, bw = bridge(t1, t0)
-        top = np.zeros(n)
-        if bg.size and n:
-            nodes = np.concatenate([g.chunk_nodes[g.chunk_ptr[c]:g.chunk_ptr[c + 1]] for c in cq.tolist()])
-            row = np.repeat(np.arange(n), np.diff(g.chunk_ptr)[cq])
-            grp = g.node_group[nodes]
-            j = np.minimum(np.searchsorted(bg, grp), bg.size - 1)
-            np.maximum.at(top, row, np.where(bg[j] == grp, bw[j], 0.0))
-        out["chain_bridge"] = np.where(own, 0.0, top)
+        out["chain_bridge"] = np.where(own, 0.0, chunk_group_best(g, cq, *bridge(t1, t0)))
     return out
 
