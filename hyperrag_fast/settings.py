@@ -44,9 +44,9 @@ MODEL_CACHE_ENV = "HYPERRAG_FAST_CACHE"
 #: layer-major (``embed/layer_major.py``; docs/architecture.md §7, "Layer-major name runs"):
 #: the same vectors bit for bit, the model cut once into one piece per layer (needs the
 #: ``onnx`` package for the cut), blocks of ``CODA_LAYER_MAJOR_BLOCK`` names per piece.
-#: Off until a ``--coda-cost`` run from a commit adopts it; the environment variable
+#: On (issue 23 item 3, consolidation wall share); the environment variable
 #: ``CODA_LAYER_MAJOR_ENV`` ("1" / "0") overrides it for one process.
-CODA_LAYER_MAJOR = False
+CODA_LAYER_MAJOR = True
 CODA_LAYER_MAJOR_BLOCK = 256
 CODA_LAYER_MAJOR_ENV = "HYPERRAG_FAST_LAYER_MAJOR"
 #: how long a writer waits for another writer of the index (0: refuse at once; < 0: forever)

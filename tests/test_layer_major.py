@@ -69,6 +69,23 @@ def test_coda_names_same_with_the_option(bge, tmp_path, monkeypatch):
     assert np.array_equal(got["0"], got["1"])
 
 
+def test_one_core_path_runs_layer_major_too(bge, tmp_path, monkeypatch):
+    """One core (no thread pool): the option still runs bge's names layer-major, with the
+    same rows as the per-text path."""
+    pytest.importorskip("onnx")
+    monkeypatch.setattr(kg_vectors.os, "sched_getaffinity", lambda _: {0}, raising=False)
+    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path))
+    names = [f"{n} {i}" for i, n in enumerate(NAMES[:40])]
+    got = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv(CODA_LAYER_MAJOR_ENV, flag)
+        known: dict = {}
+        assert kg_vectors.embed_missing(names, bge, known) == []
+        got[flag] = np.stack([known[n] for n in names])
+        assert any((tmp_path / "onnx").glob("*-layers")) == (flag == "1")
+    assert np.array_equal(got["0"], got["1"])
+
+
 def test_minilm_default_embedder_keeps_its_batched_path(tmp_path, monkeypatch):
     """The offline default (MiniLM, batches of 64) is not batch-1: the option leaves its
     vectors alone, and its export names no layers, so it cannot be cut."""

@@ -79,24 +79,25 @@ def _embed_calls(embedder: Embedder, texts: list[str]):
     thread per core, each call single-threaded: short texts such as names keep a core
     busier that way (2 cores: MiniLM 1,350 vs 1,000-1,250 names/s, bge-small, whose batch
     is one text, 650-760 vs 310/s); every row is a function of its own text, so the
-    vectors are the same (docs/architecture.md §7). A batch-1 encoder runs layer-major
-    when :func:`_layer_major_on` (``embed/layer_major.py``: the same vectors)."""
+    vectors are the same (docs/architecture.md §7). A batch-1 encoder runs layer-major,
+    threaded or not, when :func:`_layer_major_on` (``embed/layer_major.py``: the same
+    vectors)."""
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     threaded = workers > 1 and hasattr(embedder, "with_threads") and len(texts) > 256
     size = min(EMBED_CALL, -(-len(texts) // (4 * workers))) if threaded else EMBED_CALL
     parts = [texts[b:b + size] for b in range(0, len(texts), size)]
-    if not threaded:
-        for part in parts:
-            yield part, embedder.embed(part)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ..mmaps import trim_heap
-    one = embedder.with_threads(1)
+    one = embedder.with_threads(1) if threaded else embedder
     run = one.embed
     if _layer_major_on() and getattr(one, "batch_size", None) == 1:
         from ..embed.layer_major import layer_major
         run = layer_major(one, CODA_LAYER_MAJOR_BLOCK).embed  # the same vectors, faster
+    if not threaded:
+        for part in parts:
+            yield part, run(part)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..mmaps import trim_heap
     try:
         with ThreadPoolExecutor(workers) as pool:
             yield from zip(parts, pool.map(run, parts))

@@ -15,10 +15,13 @@ layers (``/encoder/layer.N/``; e.g. the MiniLM export) cannot be cut: ValueError
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -144,24 +147,58 @@ def _load(ort, folder: Path, enc, block: int) -> LayerMajor | None:
     return LayerMajor(enc, parts, block)
 
 
-def _save(ort, enc, folder: Path) -> None:
+def _save(ort, model_path: str, folder: Path) -> None:
     """Cut the model and save each piece optimised into ``folder`` (new)."""
-    pieces = cut(enc._model_path)
+    pieces = cut(model_path)
     for i, (_, _, raw) in enumerate(pieces):
         opts = save_options(ort, folder / f"piece{i:02d}.onnx", f"piece{i:02d}.onnx.data")
         ort.InferenceSession(raw, sess_options=opts, providers=["CPUExecutionProvider"])
     files = sorted(p.name for p in folder.iterdir())
     (folder / _STAMP).write_text(json.dumps({
-        "onnxruntime": ort.__version__, "source": os.fspath(enc._model_path),
+        "onnxruntime": ort.__version__, "source": os.fspath(model_path),
         "pieces": [[ins, outs] for ins, outs, _ in pieces],
         "xxh3_128": {f: file_digest(folder / f, "xxh3_128") for f in files}}))
+
+
+def _save_in_child(model_path: str, folder: Path) -> None:
+    """:func:`_save` in a child process: the cut holds the model and its shape-inferred
+    copy (bge-small: +190 MB) and leaves ``onnx`` and its heap behind (+130 MB), which
+    would raise the build's peak on first use."""
+    if sys.modules.get("onnx", 0) is None or (
+            "onnx" not in sys.modules and importlib.util.find_spec("onnx") is None):
+        raise ImportError(ONNX_HINT)
+    pkg = os.fspath(Path(__file__).resolve().parents[2])  # this package's code in the child
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from hyperrag_fast.embed.layer_major import _child; _child(*sys.argv[2:])")
+    r = subprocess.run([sys.executable, "-c", code, pkg, os.fspath(model_path),
+                        os.fspath(folder)], capture_output=True, text=True)
+    if r.returncode == 3:
+        raise ImportError(f"{ONNX_HINT} ({r.stderr.strip()})")
+    if r.returncode == 4:  # the model cannot be cut
+        raise ValueError(r.stderr.strip())
+    if r.returncode != 0:
+        raise RuntimeError(f"cutting {model_path} into layer pieces failed:\n{r.stderr[-2000:]}")
+
+
+def _child(model_path: str, folder: str) -> None:
+    try:
+        import onnx  # noqa: F401
+    except ImportError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(3)
+    try:
+        _save(import_onnxruntime(), model_path, Path(folder))
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(4)
 
 
 def layer_major(enc, block: int, root: Path | None = None) -> LayerMajor:
     """A :class:`LayerMajor` runner for ``enc`` (an :class:`OnnxEncoder` of batch one),
     its pieces cut and saved on first use (needs ``onnx``), then mapped. RuntimeError when
     new pieces do not give ``enc``'s vectors bit for bit on :data:`PROBE` (then not kept);
-    saved ones are checked against their digests (damaged: cut again)."""
+    saved ones are checked against their digests (damaged: cut again). The cut runs in a
+    child process (:func:`_save_in_child`)."""
     if getattr(enc, "batch_size", None) != 1:
         raise ValueError(f"layer-major runs reproduce batch-1 vectors; {enc.name} embeds in "
                          f"batches of {getattr(enc, 'batch_size', '?')}")
@@ -173,7 +210,7 @@ def layer_major(enc, block: int, root: Path | None = None) -> LayerMajor:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
     try:
-        _save(ort, enc, tmp)
+        _save_in_child(enc._model_path, tmp)
         made = _load(ort, tmp, enc, block)
         # one batch-1 run per text, as the names are embedded
         if made is None or not np.array_equal(made.embed(list(PROBE)), enc.embed(list(PROBE))):
