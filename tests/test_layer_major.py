@@ -52,36 +52,21 @@ def test_layer_major_equals_batch1_bit_for_bit(bge, tmp_path, monkeypatch):
         layer_major(bge, 256, root=tmp_path)
 
 
-def test_coda_names_same_with_the_option(bge, tmp_path, monkeypatch):
+@pytest.mark.parametrize("cores,n", [({0, 1}, len(NAMES)), ({0}, 40)])
+def test_coda_names_same_with_the_option(bge, tmp_path, monkeypatch, cores, n):
     """kg_vectors' name path gives the same rows with the option on (bge: layer-major)
-    and off; it needs more than 256 names and two cores to take the threaded path."""
+    and off, on its threaded path (two cores, more than 256 names) and on one core; the
+    pieces are made only when the option is on."""
     pytest.importorskip("onnx")
-    _many_cores(monkeypatch)
+    monkeypatch.setattr(kg_vectors.os, "sched_getaffinity", lambda _: cores, raising=False)
     monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path))
-    names = [f"{n} {i}" for i, n in enumerate(NAMES)]
+    names = [f"{x} {i}" for i, x in enumerate(NAMES[:n])]
     got = {}
     for flag in ("0", "1"):
         monkeypatch.setenv(CODA_LAYER_MAJOR_ENV, flag)
         known: dict = {}
         assert kg_vectors.embed_missing(names, bge, known) == []
-        got[flag] = np.stack([known[n] for n in names])
-    assert any((tmp_path / "onnx").glob("*-layers"))  # the option did run layer-major
-    assert np.array_equal(got["0"], got["1"])
-
-
-def test_one_core_path_runs_layer_major_too(bge, tmp_path, monkeypatch):
-    """One core (no thread pool): the option still runs bge's names layer-major, with the
-    same rows as the per-text path."""
-    pytest.importorskip("onnx")
-    monkeypatch.setattr(kg_vectors.os, "sched_getaffinity", lambda _: {0}, raising=False)
-    monkeypatch.setenv(MODEL_CACHE_ENV, str(tmp_path))
-    names = [f"{n} {i}" for i, n in enumerate(NAMES[:40])]
-    got = {}
-    for flag in ("0", "1"):
-        monkeypatch.setenv(CODA_LAYER_MAJOR_ENV, flag)
-        known: dict = {}
-        assert kg_vectors.embed_missing(names, bge, known) == []
-        got[flag] = np.stack([known[n] for n in names])
+        got[flag] = np.stack([known[t] for t in names])
         assert any((tmp_path / "onnx").glob("*-layers")) == (flag == "1")
     assert np.array_equal(got["0"], got["1"])
 
