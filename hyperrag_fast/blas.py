@@ -63,3 +63,18 @@ def query_blas() -> Iterator[None]:
             _inside -= 1
             if _inside == 0:
                 _set(_blas_libs(), _saved)
+
+
+@contextmanager
+def blas_threads(threads: int) -> Iterator[None]:
+    """BLAS on at most ``threads`` threads inside the block, for a build step whose own
+    worker threads each call BLAS (restored after; not for use beside :func:`query_blas`)."""
+    with _lock:
+        libs = _blas_libs()
+        saved = [lib.get_num_threads() for lib in libs]
+        _set(libs, [None if s is None else min(s, threads) for s in saved])
+    try:
+        yield
+    finally:
+        with _lock:
+            _set(libs, saved)

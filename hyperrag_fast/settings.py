@@ -40,6 +40,15 @@ EMBED_TIMEOUT_S = 60.0
 #: environment variable naming the folder of saved pre-optimised ONNX models
 #: (``embed/onnx_cache.py``; default ``$XDG_CACHE_HOME/hyperrag_fast``)
 MODEL_CACHE_ENV = "HYPERRAG_FAST_CACHE"
+#: CODA's build step embeds the names a batch-1 ONNX encoder (bge-small) lacks
+#: layer-major (``embed/layer_major.py``; docs/architecture.md §7, "Layer-major name runs"):
+#: the same vectors bit for bit, the model cut once into one piece per layer (needs the
+#: ``onnx`` package for the cut), blocks of ``CODA_LAYER_MAJOR_BLOCK`` names per piece.
+#: On (issue 23 item 3, consolidation wall share); the environment variable
+#: ``CODA_LAYER_MAJOR_ENV`` ("1" / "0") overrides it for one process.
+CODA_LAYER_MAJOR = True
+CODA_LAYER_MAJOR_BLOCK = 256
+CODA_LAYER_MAJOR_ENV = "HYPERRAG_FAST_LAYER_MAJOR"
 #: how long a writer waits for another writer of the index (0: refuse at once; < 0: forever)
 LOCK_TIMEOUT_S = 0.0
 #: what opening an index does with a damaged usearch HNSW graph (checksum mismatch or

@@ -227,6 +227,21 @@ def test_candidate_pairs_match_the_all_pairs_twin(n, k, gate, batch, seed):
     assert np.all(np.diff(s) <= 0) and np.all(a < b)
 
 
+def test_candidate_pairs_threaded_equal_one_thread(monkeypatch):
+    """The blocks on one thread per core give the pairs and scores of one thread."""
+    from hyperrag_fast.coda import consolidate as cons
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(700, 16)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    got = {}
+    for cores in ({0}, {0, 1}):
+        monkeypatch.setattr(cons.os, "sched_getaffinity", lambda _, c=cores: c,
+                            raising=False)
+        got[len(cores)] = candidate_pairs(v, 0.3, 5, batch=64)
+    assert got[1][0].size > 0
+    assert all(np.array_equal(x, y) for x, y in zip(got[1], got[2]))
+
+
 def test_relation_rows_stored_once_give_the_dense_values():
     """Relation vectors stored once per distinct description tuple (RowTable) and merged
     once per distinct member tuple equal, bit for bit, the dense per-relation values."""

@@ -5,9 +5,11 @@ the one the code makes; a layer's int8 weights (~1.8 MB) are read by all the nam
 block while they sit in the core's L2 cache, instead of all 12 layers' (~21 MB) once per
 name.
 
-Needs the ``onnx`` package (not a dependency of hyperrag_fast) to cut the shipped model
-into 13 graphs (embeddings, then each layer) at the tensors that cross layers; each piece
-is optimised in memory by onnxruntime as the whole model is.
+Needs the ``onnx`` package to cut the shipped model into 13 graphs (embeddings, then each
+layer) at the tensors that cross layers. Since layermajor7 the runner is the package's
+(``hyperrag_fast/embed/layer_major.py``: pieces cut once, saved pre-optimised and mapped);
+the committed results before that came from this file's own copy (pieces optimised in
+memory), which gave the same vectors.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/experiments/coda_layer_major.py --index indexes/codaq_2w_bge --names 3000 --out benchmarks/experiments/results/coda_name_embed/layer_major_bge-small.json
 
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import time
@@ -39,73 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import command, machine  # noqa: E402
 from coda_name_embed import todo_names  # noqa: E402
-
-
-def pieces(model_path: str) -> list:
-    """[(input names, output names, serialized model)]: embeddings, then layers 0-11."""
-    import onnx
-    from onnx.utils import Extractor
-    m = onnx.shape_inference.infer_shapes(onnx.load(model_path))
-    g = m.graph
-    produced = {o: n for n in g.node for o in n.output}
-    inits = {i.name for i in g.initializer}
-
-    def seg(n) -> int:
-        r = re.search(r"/encoder/layer\.(\d+)/", n.output[0])
-        return int(r.group(1)) if r else (11 if n.output[0] in {o.name for o in g.output} else -1)
-
-    seg_of = {o: seg(n) for n in g.node for o in n.output}
-    used: dict[str, set] = {}
-    for n in g.node:
-        for x in n.input:
-            used.setdefault(x, set()).add(seg(n))
-    final = {o.name for o in g.output}
-
-    def const(x: str) -> bool:
-        return x in inits or (x in produced and produced[x].op_type == "Constant")
-
-    ex, out = Extractor(m), []
-    for i in range(-1, 12):
-        nodes = [n for n in g.node if seg(n) == i and n.op_type != "Constant"]
-        ins = sorted({x for n in nodes for x in n.input
-                      if x and not const(x) and seg_of.get(x, -2) != i})
-        outs = sorted({o for n in nodes for o in n.output if used.get(o, set()) - {i} or o in final})
-        out.append((ins, outs, ex.extract_model(ins, outs).SerializeToString()))
-    return out
-
-
-class LayerMajor:
-    """The encoder's vectors, run a piece at a time over blocks of names (one thread)."""
-
-    def __init__(self, enc, model_path: str, block: int) -> None:
-        from hyperrag_fast.embed.onnx_encoder import import_onnxruntime
-        ort = import_onnxruntime()
-        self.enc, self.block, self.parts = enc, block, []
-        for ins, outs, raw in pieces(model_path):
-            o = ort.SessionOptions()
-            o.intra_op_num_threads, o.inter_op_num_threads = 1, 1
-            o.enable_cpu_mem_arena, o.log_severity_level = False, 3
-            o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            self.parts.append((ins, outs, ort.InferenceSession(
-                raw, sess_options=o, providers=["CPUExecutionProvider"])))
-        self.final = self.parts[-1][1][0]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        from hyperrag_fast.embed.base import l2_normalize
-        encs = self.enc.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        out = np.zeros((len(texts), self.enc.dim), np.float32)
-        for b in range(0, len(encs), self.block):
-            states = []
-            for e in encs[b:b + self.block]:
-                a = np.asarray([e.ids], np.int64)
-                states.append({"input_ids": a, "attention_mask": np.ones_like(a),
-                               "token_type_ids": np.zeros_like(a)})
-            for ins, outs, s in self.parts:
-                for st in states:
-                    st.update(zip(outs, s.run(outs, {k: st[k] for k in ins})))
-            for r, st in enumerate(states):
-                out[b + r] = st[self.final][0, 0]  # CLS pooling (bge-small)
-        return l2_normalize(out)
 
 
 def main() -> None:
@@ -122,7 +56,8 @@ def main() -> None:
     if getattr(emb, "pooling", None) != "cls":
         raise SystemExit("this experiment reproduces bge-small (CLS pooling) only")
     one = emb.with_threads(1)
-    lm = LayerMajor(one, str(one.default_model_path()), a.block)
+    from hyperrag_fast.embed.layer_major import layer_major
+    lm = layer_major(one, a.block)  # the package's runner (since layermajor7; was this file's)
     sample = names[:a.names]
 
     def code_2t():

@@ -155,24 +155,36 @@ def candidate_pairs(vec: np.ndarray, gate: float, k: int = 10, batch: int = 256
     best first (score, then i, then j). Exact, in bounded memory: blocks of ``batch``
     rows against the rows from that block on (each product once: the upper triangle), and
     only the cosines >= gate are kept, so the per-row top cut runs over those few
-    (docs/architecture.md §7). O(n^2 d / 2) time, O(batch n) memory."""
+    (docs/architecture.md §7). O(n^2 d / 2) time, O(batch n) memory per core: the blocks
+    run on one thread per core, each product with one BLAS thread (the same products)."""
     v = np.ascontiguousarray(vec, np.float32)
     n = v.shape[0]
     keep = min(k + 1, n - 1)
     if n < 2 or keep < 1:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-    I, J, S = [], [], []
-    for b in range(0, n, batch):
+
+    def block(b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         e = min(b + batch, n)
         sims = v[b:e] @ v[b:].T  # rows b..e against columns b..n
         sims[np.arange(e - b), np.arange(e - b)] = -np.inf
         r, c = np.nonzero(sims >= gate)
         c_abs = c + b
         up = c_abs > r + b  # each unordered pair once (the block's own square is symmetric)
-        I.append(r[up] + b)
-        J.append(c_abs[up])
-        S.append(sims[r[up], c[up]])
-        del sims
+        return r[up] + b, c_abs[up], sims[r[up], c[up]]
+
+    starts = range(0, n, batch)
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1,
+                  len(starts))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..blas import blas_threads
+        with blas_threads(1), ThreadPoolExecutor(workers) as pool:
+            got = list(pool.map(block, starts))  # in block order
+    else:
+        got = [block(b) for b in starts]
+    I, J, S = zip(*got)
+    del got
     i, j, s = np.concatenate(I), np.concatenate(J), np.concatenate(S)
     # a pair is a candidate when j is among i's top ``keep`` (or i among j's)
     src = np.concatenate([i, j])

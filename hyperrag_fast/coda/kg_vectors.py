@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..config import CODA_LAYER_MAJOR, CODA_LAYER_MAJOR_BLOCK, CODA_LAYER_MAJOR_ENV
 from ..embed.base import Embedder
 from .raw_kg import MAX_PIECES, RawKG, RowTable, _unique_rows, l2_rows_inplace, segment_sum
 
@@ -78,25 +79,41 @@ def _embed_calls(embedder: Embedder, texts: list[str]):
     thread per core, each call single-threaded: short texts such as names keep a core
     busier that way (2 cores: MiniLM 1,350 vs 1,000-1,250 names/s, bge-small, whose batch
     is one text, 650-760 vs 310/s); every row is a function of its own text, so the
-    vectors are the same (docs/architecture.md §7)."""
+    vectors are the same (docs/architecture.md §7). A batch-1 encoder runs layer-major,
+    threaded or not, when :func:`_layer_major_on` (``embed/layer_major.py``: the same
+    vectors)."""
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     threaded = workers > 1 and hasattr(embedder, "with_threads") and len(texts) > 256
     size = min(EMBED_CALL, -(-len(texts) // (4 * workers))) if threaded else EMBED_CALL
     parts = [texts[b:b + size] for b in range(0, len(texts), size)]
+    one = embedder.with_threads(1) if threaded else embedder
+    run = one.embed
+    if _layer_major_on() and getattr(one, "batch_size", None) == 1:
+        from ..embed.layer_major import layer_major
+        run = layer_major(one, CODA_LAYER_MAJOR_BLOCK).embed  # the same vectors, faster
     if not threaded:
         for part in parts:
-            yield part, embedder.embed(part)
+            yield part, run(part)
         return
     from concurrent.futures import ThreadPoolExecutor
 
     from ..mmaps import trim_heap
-    one = embedder.with_threads(1)
     try:
         with ThreadPoolExecutor(workers) as pool:
-            yield from zip(parts, pool.map(one.embed, parts))
-    finally:  # the session and the threads' freed buffers go back to the kernel
-        del one
+            yield from zip(parts, pool.map(run, parts))
+    finally:  # the sessions and the threads' freed buffers go back to the kernel
+        del one, run
         trim_heap()
+
+
+def _layer_major_on() -> bool:
+    """``settings.CODA_LAYER_MAJOR``, or ``$HYPERRAG_FAST_LAYER_MAJOR`` ("1" / "0") when set."""
+    env = os.environ.get(CODA_LAYER_MAJOR_ENV)
+    if env is None:
+        return CODA_LAYER_MAJOR
+    if env not in ("0", "1"):
+        raise ValueError(f"${CODA_LAYER_MAJOR_ENV} must be 0 or 1, got {env!r}")
+    return env == "1"
 
 
 def piece_means(descs: Sequence[Sequence[str]], embedder: Embedder | None,

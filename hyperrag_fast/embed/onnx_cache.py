@@ -91,17 +91,24 @@ def _stamp(folder: Path, ort_version: str) -> dict | None:
     return stamp if ok else None
 
 
+def save_options(ort, out: Path, data_name: str):
+    """Session options that optimise a model and save it to ``out``, its weights in the
+    file ``data_name`` beside it, packed ones included: a session on the copy maps them
+    instead of packing every matrix again (~25 ms CPU per process)."""
+    opts = _options(ort, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    opts.optimized_model_filepath = os.fspath(out)
+    opts.add_session_config_entry("session.optimized_model_external_initializers_file_name",
+                                  data_name)
+    opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
+                                  "1024")
+    opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
+    return opts
+
+
 def _make(ort, model_path: Path, folder: Path) -> bool:
     """Save the optimised copy of ``model_path`` into ``folder`` (new); True when the
     copy gives bit-identical probe output."""
-    opts = _options(ort, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    opts.optimized_model_filepath = os.fspath(folder / _MODEL)
-    opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", _DATA)
-    opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
-                                  "1024")
-    # the weights as the CPU kernels pack them, saved too: a session on the copy maps
-    # them instead of packing every matrix again (~25 ms CPU per process)
-    opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
+    opts = save_options(ort, folder / _MODEL, _DATA)
     ref = ort.InferenceSession(os.fspath(model_path), sess_options=opts,
                                providers=["CPUExecutionProvider"])
     inputs = {i.name for i in ref.get_inputs()}

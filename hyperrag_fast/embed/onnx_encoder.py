@@ -146,6 +146,8 @@ class OnnxEncoder:
         self.session = ort.InferenceSession(os.fspath(saved or model_path), sess_options=opts,
                                             providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
+        self.output_name = self.session.get_outputs()[0].name
+        self._model_path = model_path  # its sha256 checked above (embed/layer_major.py cuts it)
 
     def __getstate__(self) -> dict:
         return dict(self._args)
