@@ -186,8 +186,9 @@ class CodaOptions:
     #: with ``cover_weight`` > 0, a chunk's selection value also gains ``cover_pairs`` x the
     #: share (weights idf_a x idf_b) of the question's BM25 term pairs it holds both terms
     #: of that no chosen chunk holds both of (coda/select.py ``_pairs``; docs/architecture.md
-    #: §7, session 18: off, no dev gain past the tie margin)
-    cover_pairs: float = 0.0
+    #: §7; 0.5 since session 19: the selection rule's pick, benchmarks/results/
+    #: coda_select_grid.json)
+    cover_pairs: float = 0.5
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
