@@ -17,11 +17,12 @@ term-pair columns to that coverage. Points name every knob they move from the
 defaults below (``fact_weight`` 0.2 there: the session-17 sweep's incumbent; name 0.4 for
 today's). Baselines are read from the committed ``quality-graphrag_bench.json``.
 
-The pick is the project's selection rule (benchmarks/quality_grid.py ``choose``; docs/
-architecture.md §7): a point's score is its worst cell; every point within ``--min-gain``
-of the best worst is tied; among those the largest mean over the 10 cells wins, then the
-larger worst. ``--out`` writes the points, the pick (and leave-one-cell-out picks), whether
-it equals today's ``CodaOptions``, the command, commit and machine.
+The pick is the project's selection rule (benchmarks/selection_rule.py, docs/architecture.md
+§7): a point's score is its worst cell; T = the points within ``--min-gain`` of the best
+worst; T2 = the members of T within ``--min-gain`` of T's largest mean over the cells; the
+pick is T2's largest worst, then the larger mean. ``--out`` writes the points, the pick
+(and leave-one-cell-out picks), whether it equals today's ``CodaOptions``, the command,
+commit and machine.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from hyperrag_fast.coda.select import _pairs  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
 from hyperrag_fast.settings import CodaOptions  # noqa: E402
+from selection_rule import RULE, pick_by_worst, tied_sets  # noqa: E402  (benchmarks/)
 
 CR = "Complex Reasoning"
 GB = {"medical", "novel"}
@@ -100,10 +102,6 @@ def score(rows: list[dict], p: dict, baseline: tuple | None) -> dict:
     return {"worst": min(a - b for a, b in zip(rc, rd)), "recall@2/5/8": rc, "dense": rd}
 
 
-RULE = ("score = the worst cell; every point within {g} of the best worst is tied; among "
-        "those the largest mean over the cells, then the larger worst (quality_grid.choose)")
-
-
 def summary(p: dict, cells: dict) -> dict:
     """One point's worst and mean cell score and its worst-without-each-cell."""
     v = [c["worst"] for c in cells.values()]
@@ -113,12 +111,8 @@ def summary(p: dict, cells: dict) -> dict:
 
 
 def pick(table: list[dict], min_gain: float) -> int:
-    """The selection rule (module docstring) over :func:`summary` rows; sets each ``top``."""
-    top = max(t["worst"] for t in table)
-    for t in table:
-        t["top"] = top
-    near = [i for i, t in enumerate(table) if t["worst"] >= top - min_gain]
-    return max(near, key=lambda j: (table[j]["mean"], table[j]["worst"]))
+    """The selection rule (module docstring) over :func:`summary` rows."""
+    return pick_by_worst([t["worst"] for t in table], [t["mean"] for t in table], min_gain)
 
 
 def _rows(cache: Path, compact_dir: str | None, name: str) -> list[dict]:
@@ -169,6 +163,7 @@ def main() -> None:
         j = pick([summary(t["options"], {k: v for k, v in t["cells"].items() if k != c})
                   for t in out], args.min_gain)
         lofo[c] = {"pick": j, "held_out": out[j]["cells"][c]["worst"]}
+    tied = tied_sets([t["worst"] for t in out], [t["mean"] for t in out], args.min_gain)
     print(f"pick {i}: {json.dumps(out[i]['options'])} (shipped: {out[i]['options'] == shipped})")
     if args.out:
         doc = {"command": "python benchmarks/coda_select_grid.py --rows-cache <rows> --points "
@@ -178,10 +173,7 @@ def main() -> None:
                "rule": RULE.format(g=args.min_gain), "min_gain": args.min_gain,
                "selected": i, "selected_options": out[i]["options"], "shipped": shipped,
                "selected_is_shipped": out[i]["options"] == shipped,
-               "tied": [j for j, t in enumerate(out) if t["worst"] >= out[i]["top"] - args.min_gain],
-               "leave_one_cell_out": lofo, "points": out}
-        for t in out:
-            t.pop("top")
+               "tied": tied[0], "tied_by_mean": tied[1], "leave_one_cell_out": lofo, "points": out}
         Path(args.out).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 if __name__ == "__main__":
