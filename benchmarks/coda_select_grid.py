@@ -14,9 +14,15 @@ re-rank; the selection here replays ``coda``'s (score = dense + ``lexical_weight
 coverage, ``dedup_sim`` skips), which reproduces the harness rows exactly at the defaults
 (docs/architecture.md §7); ``cover_pairs`` (session 18) adds coda/select.py ``_pairs``'
 term-pair columns to that coverage. Points name every knob they move from the
-defaults below (``fact_weight`` 0.2 there: the session-17 sweep's incumbent). Baselines
-are read from the committed ``quality-graphrag_bench.json``; ``--out`` writes the points
-with the command, commit and machine.
+defaults below (``fact_weight`` 0.2 there: the session-17 sweep's incumbent; name 0.4 for
+today's). Baselines are read from the committed ``quality-graphrag_bench.json``.
+
+The pick is the project's selection rule (benchmarks/selection_rule.py, docs/architecture.md
+§7): a point's score is its worst cell; T = the points within ``--min-gain`` of the best
+worst; T2 = the members of T within ``--min-gain`` of T's largest mean over the cells; the
+pick is T2's largest worst, then the larger mean. ``--out`` writes the points, the pick
+(and leave-one-cell-out picks), whether it equals today's ``CodaOptions``, the command,
+commit and machine.
 """
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 from hyperrag_fast.coda.select import _pairs  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
+from hyperrag_fast.settings import CodaOptions  # noqa: E402
+from selection_rule import RULE, pick_by_worst, tied_sets  # noqa: E402  (benchmarks/)
 
 CR = "Complex Reasoning"
 GB = {"medical", "novel"}
@@ -94,6 +102,19 @@ def score(rows: list[dict], p: dict, baseline: tuple | None) -> dict:
     return {"worst": min(a - b for a, b in zip(rc, rd)), "recall@2/5/8": rc, "dense": rd}
 
 
+def summary(p: dict, cells: dict) -> dict:
+    """One point's worst and mean cell score and its worst-without-each-cell."""
+    v = [c["worst"] for c in cells.values()]
+    return {"options": p, "worst": min(v), "mean": float(np.mean(v)),
+            "worst_without": {c: min(x["worst"] for k, x in cells.items() if k != c) for c in cells},
+            "cells": cells}
+
+
+def pick(table: list[dict], min_gain: float) -> int:
+    """The selection rule (module docstring) over :func:`summary` rows."""
+    return pick_by_worst([t["worst"] for t in table], [t["mean"] for t in table], min_gain)
+
+
 def _rows(cache: Path, compact_dir: str | None, name: str) -> list[dict]:
     """A cell's :func:`compact` rows, read from / saved to ``compact_dir`` when given."""
     pk = Path(compact_dir) / f"{name}.pkl" if compact_dir else None
@@ -114,6 +135,7 @@ def main() -> None:
     a.add_argument("--out", default=None)
     a.add_argument("--compact-dir", default=None,
                    help="directory: each cell's compact rows (pickle), made once and reused")
+    a.add_argument("--min-gain", type=float, default=0.005, help="the noise guard (cell units)")
     args = a.parse_args()
     defaults = {"cover_weight": 0.5, "fact_weight": 0.2, "lexical_weight": 0.3,
                 "graph_weight": 0.03, "dedup_sim": 0.99, "cover_pairs": 0.0}
@@ -130,19 +152,29 @@ def main() -> None:
                              for t in ("all", CR))
             for i, p in enumerate(points):
                 res[i][f"{cell}_{emb}"] = score(rows, p, base)
-    out = []
-    for p, r in zip(points, res):
-        worst = min(v["worst"] for v in r.values())
-        lofo = {c: min(v["worst"] for k, v in r.items() if k != c) for c in r}
-        out.append({"options": p, "worst": worst, "worst_without": lofo, "cells": r})
-        print(json.dumps(p), f"worst {worst * 100:+.2f}",
-              " ".join(f"{c}:{v['worst'] * 100:+.2f}" for c, v in r.items()), flush=True)
+    out = [summary(p, r) for p, r in zip(points, res)]
+    for t in out:
+        print(json.dumps(t["options"]), f"worst {t['worst'] * 100:+.2f} mean {t['mean'] * 100:+.2f}",
+              " ".join(f"{c}:{v['worst'] * 100:+.2f}" for c, v in t["cells"].items()), flush=True)
+    i = pick(out, args.min_gain)
+    shipped = {k: getattr(CodaOptions(), k) for k in out[i]["options"]}
+    lofo = {}
+    for c in out[i]["cells"]:
+        j = pick([summary(t["options"], {k: v for k, v in t["cells"].items() if k != c})
+                  for t in out], args.min_gain)
+        lofo[c] = {"pick": j, "held_out": out[j]["cells"][c]["worst"]}
+    tied = tied_sets([t["worst"] for t in out], [t["mean"] for t in out], args.min_gain)
+    print(f"pick {i}: {json.dumps(out[i]['options'])} (shipped: {out[i]['options'] == shipped})")
     if args.out:
         doc = {"command": "python benchmarks/coda_select_grid.py --rows-cache <rows> --points "
-               f"'{args.points}'" + (f" --cells {args.cells}" if "--cells" in sys.argv else ""),
-               "git_commit": _git("rev-parse", "HEAD"), "machine": machine_info(), "points": out}
+               f"'{args.points}'" + (f" --cells {args.cells}" if "--cells" in sys.argv else "")
+               + (f" --min-gain {args.min_gain}" if "--min-gain" in sys.argv else ""),
+               "git_commit": _git("rev-parse", "HEAD"), "machine": machine_info(),
+               "rule": RULE.format(g=args.min_gain), "min_gain": args.min_gain,
+               "selected": i, "selected_options": out[i]["options"], "shipped": shipped,
+               "selected_is_shipped": out[i]["options"] == shipped,
+               "tied": tied[0], "tied_by_mean": tied[1], "leave_one_cell_out": lofo, "points": out}
         Path(args.out).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-
 
 if __name__ == "__main__":
     main()

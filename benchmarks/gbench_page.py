@@ -86,10 +86,11 @@ def margins(d: dict, sub: str) -> list[str]:
 
 #: the commit that set the current CODA defaults (sims "lazy", ppr_solver "local",
 #: functional_scope "touched"; graph_weight 0.03 and align_items "all" since 7a50bcb;
-#: cover_weight 0.5 since 3d99a9f; fact_weight 0.4 since 4ddd990)
-DEFAULTS_COMMIT = "4ddd990"
+#: cover_weight 0.5 since 3d99a9f; fact_weight 0.4 since 4ddd990; cover_weight 0.3, fact_weight
+#: 0.6 and cover_pairs 0.3 since c381939)
+DEFAULTS_COMMIT = "c381939"
 #: ... and for ``coda_paper*`` rows, which run the published selection (cover_weight and
-#: fact_weight 0 whatever the default, methods/coda.py): 3d99a9f / 4ddd990 did not move them
+#: fact_weight 0 whatever the default, methods/coda.py): 3d99a9f / 4ddd990 / c381939 did not move them
 PAPER_DEFAULTS_COMMIT = "20cacf9"
 
 

@@ -183,20 +183,20 @@ class CodaOptions:
     align_pool: str = "max"
     dedup_sim: float = 0.99
     #: a chunk's selection value gains ``fact_weight`` x its best sentence's sim with the
-    #: question (docs/architecture.md §7; 0.4 since session 17, issue 23: lookups over
-    #: ``coda``'s own pool, worst of the 4 GraphRAG-Bench and 6 multi-hop dev cells)
-    fact_weight: float = 0.4
+    #: question (docs/architecture.md §7; 0.6 since session 19, issue 23: the selection
+    #: rule's pick over ``coda``'s own pool, benchmarks/results/coda_select_grid.json)
+    fact_weight: float = 0.6
     diversity: float = 0.0
     #: question-term coverage of the chosen set (coda/select.py ``_cover``; docs/
     #: architecture.md §7): a chunk's selection value gains ``cover_weight`` x the idf
     #: share of the question's BM25 terms it holds that no chosen chunk holds (0 = off;
-    #: 0.5 since session 15, ablation row ``coda_no_cover``)
-    cover_weight: float = 0.5
+    #: 0.3 since session 19, the grid's pick as ``fact_weight``; ablation row ``coda_no_cover``)
+    cover_weight: float = 0.3
     #: with ``cover_weight`` > 0, a chunk's selection value also gains ``cover_pairs`` x the
     #: share (weights idf_a x idf_b) of the question's BM25 term pairs it holds both terms
     #: of that no chosen chunk holds both of (coda/select.py ``_pairs``; docs/architecture.md
-    #: §7, session 18: off, no dev gain past the tie margin)
-    cover_pairs: float = 0.0
+    #: §7; 0.3 since session 19, the grid's pick as ``fact_weight``)
+    cover_pairs: float = 0.3
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:

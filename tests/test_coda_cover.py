@@ -2,8 +2,10 @@
 ``_cover``; docs/architecture.md §7) against a brute-force twin."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,7 +86,7 @@ def _small(texts, q_text):
     over :func:`_graph` and ``texts``."""
     cv = EMB.embed(texts).astype(np.float32)
     o = CodaOptions(k_entry=1, k_entry_relations=0, dense_pool=4, graph_weight=0.0,
-                    lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0)
+                    lexical_weight=0.0, fact_weight=0.0, dedup_sim=0.0, cover_pairs=0.0)
     return (cv, EMB.embed([q_text])[0], BM25(fit_bm25(texts, stop_words=False)), o,
             CodaRetriever(_graph(), chunk_vec=cv))
 
@@ -150,8 +152,8 @@ def test_cover_pairs_matches_twin(docs, q, k, lam, ratio, seed):
 
 
 def test_cover_pairs_off_and_validated():
-    """``cover_pairs`` 0 (the default) or without ``cover_weight`` leaves ``coda`` as it
-    is; negative values are refused."""
+    """``cover_pairs`` 0 or without ``cover_weight`` leaves ``coda`` as it is; negative
+    values are refused."""
     q_text = "alpha delta gamma"
     cv, q, bm, o, r = _small(["alpha beta", "gamma delta", "alpha gamma", "beta delta"], q_text)
     o = replace(o, cover_weight=1.0)
@@ -162,3 +164,12 @@ def test_cover_pairs_off_and_validated():
             == r.retrieve(q, q_text, 3, off, bm25=bm).chunk_ids.tolist())
     with pytest.raises(ValueError):
         CodaOptions(cover_pairs=-0.1)
+
+
+def test_defaults_are_the_selection_grids_pick():
+    """Every knob benchmarks/coda_select_grid.py replays is at the committed grid's pick
+    (the selection rule, docs/architecture.md §7): a moved default needs a new grid."""
+    grid = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+                       / "coda_select_grid.json").read_text(encoding="utf-8"))
+    o = CodaOptions()
+    assert {k: getattr(o, k) for k in grid["selected_options"]} == grid["selected_options"]
