@@ -118,6 +118,8 @@ def test_side_scans_give_the_same_relations_and_call(monkeypatch, busy):
     gs = _sims(rng)
     q = rng.standard_normal(16).astype(np.float32)
     want = QuerySims(gs, q).top_relations(7)
+    E, R = np.arange(0, 40, 3), np.arange(0, 70, 4)
+    want_z = QuerySims(gs, q).z(E, R)
     monkeypatch.setattr(config, "CODA_SIDE_SCANS", True)
     side = Side()
     monkeypatch.setattr("hyperrag_fast.coda.fast.SIDE", side)
@@ -126,6 +128,7 @@ def test_side_scans_give_the_same_relations_and_call(monkeypatch, busy):
     S = QuerySims(gs, q)
     fut = S.start(7, (lambda a: (a, threading.get_ident()), (5,)))
     assert S.top_relations(7).tolist() == want.tolist()
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(S.z(E, R), want_z))  # moments beside
     assert fut.result()[0] == 5
     assert (fut.result()[1] == threading.get_ident()) == busy
     S2 = QuerySims(gs, q)  # a raising call comes back through its future
@@ -158,3 +161,27 @@ _FORKED = None
 
 def _child_run(out):
     out.put(_FORKED.run((abs, (-3,)))[0].result(timeout=10))
+
+
+@SETTINGS
+@given(st.integers(2, 60), st.integers(1, 5), st.integers(0, 12), st.integers(0, 120),
+       st.integers(0, 2**32 - 1), st.booleans())
+def test_functional_halves_is_functional_topk(n, m, k, n_rows, seed, ties):
+    import hyperrag_fast.coda.fast as F
+    from hyperrag_fast.kernels.coda_assoc import functional_topk
+    rng = np.random.default_rng(seed)
+    frp = rng.standard_normal((n, 6)).astype(np.float32)
+    if ties:
+        frp = np.round(frp)  # equal scores
+    entries = rng.choice(n, min(m, n), replace=False).astype(np.int64)
+    rows = rng.integers(0, n, n_rows).astype(np.int64)  # repeats, entries included
+    want = functional_topk(frp, entries, k, rows)
+    old, flag0 = F.SPLIT_ROWS, config.CODA_SIDE_SCANS
+    try:
+        F.SPLIT_ROWS = 1
+        for flag in (True, False):
+            config.CODA_SIDE_SCANS = flag
+            got = F.functional_halves(frp, entries, k, rows)
+            assert got[0].tolist() == want[0].tolist() and got[1].tobytes() == want[1].tobytes()
+    finally:
+        F.SPLIT_ROWS, config.CODA_SIDE_SCANS = old, flag0

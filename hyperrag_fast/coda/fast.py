@@ -24,6 +24,7 @@ import numpy as np
 from .. import config
 from ..engine import csr_positions, csr_rows
 from ..kernels.coda_facts import best_sentences, dot_gather_ahead
+from ..kernels.coda_assoc import functional_topk
 from ..kernels.coda_query import first_seen
 from ..kernels.dense import code_l1, dot_rows, icode_topk, quantize_rows
 
@@ -198,6 +199,26 @@ class Side:
         return futs
 
 
+def functional_halves(frp, entries, k: int, rows) -> tuple[np.ndarray, np.ndarray]:
+    """kernels/coda_assoc.py ``functional_topk`` over ``rows``, the second half of them on
+    the helper thread (``config.CODA_SIDE_SCANS``): the two top-k lists merged by score,
+    then id (the selection does not depend on the rows' order, so the same ids and scores)."""
+    if not config.CODA_SIDE_SCANS or len(rows) < 2 * SPLIT_ROWS:
+        return functional_topk(frp, entries, k, rows)
+    h = len(rows) // 2
+    far = SIDE.run((functional_topk, (frp, entries, k, rows[h:])))[0]
+    a, b = functional_topk(frp, entries, k, rows[:h]), far.result()
+    ids, s = np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+    o = np.lexsort((ids, -s))
+    first = np.ones(o.size, bool)  # a row in both halves: the same score, kept once
+    first[1:] = ids[o[1:]] != ids[o[:-1]]
+    o = o[first][:k]
+    return ids[o], s[o]
+
+
+SPLIT_ROWS = 1024  # functional_halves: fewer rows per half are not worth the hand-over
+
+
 def _done(f, args) -> Future:
     fut: Future = Future()
     try:
@@ -239,9 +260,16 @@ class QuerySims:
         self.ent, self.rel = gs.take()
         self._filled: list[tuple[np.ndarray, np.ndarray]] = []
         self._rel_scan: tuple[int, Future] | None = None
-        q64 = self.q.astype(np.float64)
-        self.ent_stats = _stats(gs.ent_mom, q64) if gs.ent_mom is not None else (0.0, 0.0)
-        self.rel_stats = _stats(gs.rel_mom, q64) if gs.rel_mom is not None else (0.0, 0.0)
+        self._moments: Future | None = None  # (ent_stats, rel_stats) from the helper
+        if not config.CODA_SIDE_SCANS:
+            self.ent_stats, self.rel_stats = self._stats()
+
+    def _stats(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """(mean, standard deviation) of the entity and relation similarities (module
+        docstring: from the moments)."""
+        gs, q64 = self.gs, self.q.astype(np.float64)
+        return (_stats(gs.ent_mom, q64) if gs.ent_mom is not None else (0.0, 0.0),
+                _stats(gs.rel_mom, q64) if gs.rel_mom is not None else (0.0, 0.0))
 
     def _topk(self, V, codes, k) -> tuple[np.ndarray, np.ndarray]:
         """Exact ordered top-k of ``V @ q`` from the int8 codes, rescored (kernels/dense.py)."""
@@ -252,14 +280,16 @@ class QuerySims:
         return ids, s
 
     def start(self, k_rel: int, call=None) -> Future | None:
-        """Queue the scan of :meth:`top_relations` (``k_rel``) and then ``call`` (a pair
-        (function, args)) on the helper thread (:class:`Side`; ``config.CODA_SIDE_SCANS``);
-        the future of ``call`` (None when off or no call)."""
+        """Queue the scan of :meth:`top_relations` (``k_rel``), then ``call`` (a pair
+        (function, args)), then the moments' products of :meth:`z` on the helper thread
+        (:class:`Side`; ``config.CODA_SIDE_SCANS``); the future of ``call`` (None when off
+        or no call)."""
         if not config.CODA_SIDE_SCANS:
             return None
         gs = self.gs
-        futs = SIDE.run((self._topk, (gs.rep, gs.rep_codes, k_rel)), *([call] if call else []))
-        self._rel_scan = (k_rel, futs[0])
+        futs = SIDE.run((self._topk, (gs.rep, gs.rep_codes, k_rel)), *([call] if call else []),
+                        (self._stats, ()))
+        self._rel_scan, self._moments = (k_rel, futs[0]), futs[-1]
         return futs[1] if call else None
 
     def top_entities(self, k: int) -> np.ndarray:
@@ -312,6 +342,9 @@ class QuerySims:
     def z(self, E: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """z-scores of entities ``E`` and relations ``R``, position by position."""
         self.fill(E, R)
+        if not hasattr(self, "ent_stats"):  # queued by start, or computed now
+            self.ent_stats, self.rel_stats = (self._moments.result() if self._moments
+                                              else self._stats())
         return self._z(self.ent, E, self.ent_stats), self._z(self.rel, R, self.rel_stats)
 
     def release(self) -> None:

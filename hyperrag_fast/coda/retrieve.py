@@ -56,15 +56,14 @@ from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
 from ..engine import csr_positions
-from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations,
-                                  semantic_expand, weighted_chunks)
+from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
 from ..kernels.coda_query import max_chunks_marked, top_k_untied
 from ..kernels.dense import icode_topk
 from .fast import (QuerySims, Rows, best_sentence_sims, chunk_sims, codes, first_paths,
-                   gather_sims, graph_sims, max_row_norms, not_in_sorted, positions_in,
-                   prior_at)
+                   functional_halves, gather_sims, graph_sims, max_row_norms, not_in_sorted,
+                   positions_in, prior_at)
 from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
@@ -231,7 +230,7 @@ class CodaRetriever:
             if S is not None:  # one compiled pass, no score vector
                 rows = (touched if o.functional_scope == "touched" and touched is not None
                         else self._all_ents)
-                fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
+                fe, _ = functional_halves(self._frp, e0, o.k_functional, rows)
             else:
                 fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
                 fe = top_k_desc(fs, o.k_functional, exclude=e0)
