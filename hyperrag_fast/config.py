@@ -303,10 +303,6 @@ def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
 #: ``CodaRetriever.retrieve`` limits BLAS to it meanwhile, a build keeping every core
 #: (docs/architecture.md §3, "BLAS threads").
 QUERY_BLAS_THREADS = 1
-#: CODA's lazy query (``sims="lazy"``) runs its relation and dense-pool int8 scans on one
-#: helper thread beside the entity chain when the helper is free (the same kernels and
-#: results; docs/architecture.md §7, "CODA query cost"); False: all on the query's thread.
-CODA_SIDE_SCANS = True
 
 
 # ------------------------------------------------------------------------ presets

@@ -2,21 +2,16 @@
 against slow twins: ``first_seen`` / ``first_paths`` (a dict's ``setdefault`` over the
 pathways), ``top_k_untied`` (``top_k_desc`` unless the k-th score ties),
 ``max_chunks_marked`` (``max_chunks``), ``positions_in`` / ``not_in_sorted`` (``np.isin``
-and a sorted lookup), ``prior_at`` (the dense prior's floats), the per-thread rows left
-zeroed, and the helper thread of ``config.CODA_SIDE_SCANS`` (the same results)."""
+and a sorted lookup), ``prior_at`` (the dense prior's floats) and the
+per-thread rows left zeroed."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hyperrag_fast import config
 from hyperrag_fast.ann import top_k_desc
-from hyperrag_fast.coda.fast import (SIDE, GraphSims, QuerySims, Side, first_paths,
-                                     not_in_sorted, positions_in, prior_at)
+from hyperrag_fast.coda.fast import first_paths, not_in_sorted, positions_in, prior_at
 from hyperrag_fast.kernels.coda_assoc import max_chunks
 from hyperrag_fast.kernels.coda_query import first_seen, max_chunks_marked, top_k_untied
 
@@ -102,86 +97,3 @@ def test_prior_at_gives_the_dense_priors_floats(n, k, seed):
     row = np.zeros(n)
     assert prior_at(row, ids, vals).tobytes() == p[ids].tobytes()
     assert not row.any()
-
-
-def _sims(rng, n_rep=30, d=16):
-    from types import SimpleNamespace
-    ent = rng.standard_normal((40, d)).astype(np.float32)
-    rel_vec = SimpleNamespace(rep=rng.standard_normal((n_rep, d)).astype(np.float32),
-                              of=rng.integers(0, n_rep, 70))
-    return GraphSims(SimpleNamespace(ent_vec=ent, rel_vec=rel_vec))
-
-
-@pytest.mark.parametrize("busy", [False, True])
-def test_side_scans_give_the_same_relations_and_call(monkeypatch, busy):
-    rng = np.random.default_rng(3)
-    gs = _sims(rng)
-    q = rng.standard_normal(16).astype(np.float32)
-    want = QuerySims(gs, q).top_relations(7)
-    E, R = np.arange(0, 40, 3), np.arange(0, 70, 4)
-    want_z = QuerySims(gs, q).z(E, R)
-    monkeypatch.setattr(config, "CODA_SIDE_SCANS", True)
-    side = Side()
-    monkeypatch.setattr("hyperrag_fast.coda.fast.SIDE", side)
-    if busy:  # another query holds the helper: the calls run on this thread
-        side._busy.acquire()
-    S = QuerySims(gs, q)
-    fut = S.start(7, (lambda a: (a, threading.get_ident()), (5,)))
-    assert S.top_relations(7).tolist() == want.tolist()
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(S.z(E, R), want_z))  # moments beside
-    assert fut.result()[0] == 5
-    assert (fut.result()[1] == threading.get_ident()) == busy
-    S2 = QuerySims(gs, q)  # a raising call comes back through its future
-    if busy:
-        side._busy.release()
-    bad = S2.start(3, (lambda: 1 / 0, ()))
-    with pytest.raises(ZeroDivisionError):
-        bad.result()
-    assert S2.top_relations(7).tolist() == want.tolist()  # another k: scanned here
-    monkeypatch.setattr(config, "CODA_SIDE_SCANS", False)
-    assert QuerySims(gs, q).start(7, (abs, (-1,))) is None
-    assert SIDE is not side
-
-
-def test_side_in_a_forked_child_makes_its_own_thread():
-    import multiprocessing as mp
-    global _FORKED
-    _FORKED = Side()
-    assert _FORKED.run((abs, (-2,)))[0].result() == 2  # the parent's thread exists
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    child = ctx.Process(target=_child_run, args=(out,))
-    child.start()
-    assert out.get(timeout=30) == 3
-    child.join(30)
-
-
-_FORKED = None
-
-
-def _child_run(out):
-    out.put(_FORKED.run((abs, (-3,)))[0].result(timeout=10))
-
-
-@SETTINGS
-@given(st.integers(2, 60), st.integers(1, 5), st.integers(0, 12), st.integers(0, 120),
-       st.integers(0, 2**32 - 1), st.booleans())
-def test_functional_halves_is_functional_topk(n, m, k, n_rows, seed, ties):
-    import hyperrag_fast.coda.fast as F
-    from hyperrag_fast.kernels.coda_assoc import functional_topk
-    rng = np.random.default_rng(seed)
-    frp = rng.standard_normal((n, 6)).astype(np.float32)
-    if ties:
-        frp = np.round(frp)  # equal scores
-    entries = rng.choice(n, min(m, n), replace=False).astype(np.int64)
-    rows = rng.integers(0, n, n_rows).astype(np.int64)  # repeats, entries included
-    want = functional_topk(frp, entries, k, rows)
-    old, flag0 = F.SPLIT_ROWS, config.CODA_SIDE_SCANS
-    try:
-        F.SPLIT_ROWS = 1
-        for flag in (True, False):
-            config.CODA_SIDE_SCANS = flag
-            got = F.functional_halves(frp, entries, k, rows)
-            assert got[0].tolist() == want[0].tolist() and got[1].tobytes() == want[1].tobytes()
-    finally:
-        F.SPLIT_ROWS, config.CODA_SIDE_SCANS = old, flag0

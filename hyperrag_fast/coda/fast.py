@@ -15,16 +15,12 @@ rounding; ties at the k-th entry may fall to another id than NumPy's argpartitio
 from __future__ import annotations
 
 import math
-import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from .. import config
 from ..engine import csr_positions, csr_rows
 from ..kernels.coda_facts import best_sentences, dot_gather_ahead
-from ..kernels.coda_assoc import functional_topk
 from ..kernels.coda_query import first_seen
 from ..kernels.dense import code_l1, dot_rows, icode_topk, quantize_rows
 
@@ -177,59 +173,6 @@ def codes(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _lock = threading.Lock()
 
 
-class Side:
-    """One helper thread for GIL-free kernels of a query (``config.CODA_SIDE_SCANS``):
-    :meth:`run` queues calls there when no other query holds it, else runs them on the
-    caller's thread; either way each result comes back through a ``Future``. A forked
-    child makes its own thread."""
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._busy, self._pid = threading.Lock(), os.getpid()
-
-    def run(self, *calls) -> list[Future]:
-        if self._pid != os.getpid():  # a fork's copy: the parent's thread is not here
-            self.__init__()
-        if not self._busy.acquire(blocking=False):
-            return [_done(f, a) for f, a in calls]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="hyperrag-coda-side")
-        futs = [self._pool.submit(f, *a) for f, a in calls]
-        futs[-1].add_done_callback(lambda _: self._busy.release())
-        return futs
-
-
-def functional_halves(frp, entries, k: int, rows) -> tuple[np.ndarray, np.ndarray]:
-    """kernels/coda_assoc.py ``functional_topk`` over ``rows``, the second half of them on
-    the helper thread (``config.CODA_SIDE_SCANS``): the two top-k lists merged by score,
-    then id (the selection does not depend on the rows' order, so the same ids and scores)."""
-    if not config.CODA_SIDE_SCANS or len(rows) < 2 * SPLIT_ROWS:
-        return functional_topk(frp, entries, k, rows)
-    h = len(rows) // 2
-    far = SIDE.run((functional_topk, (frp, entries, k, rows[h:])))[0]
-    a, b = functional_topk(frp, entries, k, rows[:h]), far.result()
-    ids, s = np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
-    o = np.lexsort((ids, -s))
-    first = np.ones(o.size, bool)  # a row in both halves: the same score, kept once
-    first[1:] = ids[o[1:]] != ids[o[:-1]]
-    o = o[first][:k]
-    return ids[o], s[o]
-
-
-SPLIT_ROWS = 1024  # functional_halves: fewer rows per half are not worth the hand-over
-
-
-def _done(f, args) -> Future:
-    fut: Future = Future()
-    try:
-        fut.set_result(f(*args))
-    except Exception as e:  # re-raised by result(), as from the helper
-        fut.set_exception(e)
-    return fut
-
-
-SIDE = Side()
-
 
 def graph_sims(holder) -> GraphSims:
     """``holder._gsims`` (a retriever), made once under a lock."""
@@ -259,17 +202,9 @@ class QuerySims:
         self.gs, self.q = gs, np.ascontiguousarray(q, np.float32)
         self.ent, self.rel = gs.take()
         self._filled: list[tuple[np.ndarray, np.ndarray]] = []
-        self._rel_scan: tuple[int, Future] | None = None
-        self._moments: Future | None = None  # (ent_stats, rel_stats) from the helper
-        if not config.CODA_SIDE_SCANS:
-            self.ent_stats, self.rel_stats = self._stats()
-
-    def _stats(self) -> tuple[tuple[float, float], tuple[float, float]]:
-        """(mean, standard deviation) of the entity and relation similarities (module
-        docstring: from the moments)."""
-        gs, q64 = self.gs, self.q.astype(np.float64)
-        return (_stats(gs.ent_mom, q64) if gs.ent_mom is not None else (0.0, 0.0),
-                _stats(gs.rel_mom, q64) if gs.rel_mom is not None else (0.0, 0.0))
+        q64 = self.q.astype(np.float64)
+        self.ent_stats = _stats(gs.ent_mom, q64) if gs.ent_mom is not None else (0.0, 0.0)
+        self.rel_stats = _stats(gs.rel_mom, q64) if gs.rel_mom is not None else (0.0, 0.0)
 
     def _topk(self, V, codes, k) -> tuple[np.ndarray, np.ndarray]:
         """Exact ordered top-k of ``V @ q`` from the int8 codes, rescored (kernels/dense.py)."""
@@ -278,19 +213,6 @@ class QuerySims:
         if k > 0:
             icode_topk(codes[0], codes[1], codes[2], V, self.q, k, ids, s)
         return ids, s
-
-    def start(self, k_rel: int, call=None) -> Future | None:
-        """Queue the scan of :meth:`top_relations` (``k_rel``), then ``call`` (a pair
-        (function, args)), then the moments' products of :meth:`z` on the helper thread
-        (:class:`Side`; ``config.CODA_SIDE_SCANS``); the future of ``call`` (None when off
-        or no call)."""
-        if not config.CODA_SIDE_SCANS:
-            return None
-        gs = self.gs
-        futs = SIDE.run((self._topk, (gs.rep, gs.rep_codes, k_rel)), *([call] if call else []),
-                        (self._stats, ()))
-        self._rel_scan, self._moments = (k_rel, futs[0]), futs[-1]
-        return futs[1] if call else None
 
     def top_entities(self, k: int) -> np.ndarray:
         ids, _ = self._topk(self.gs.ent, self.gs.ent_codes, k)
@@ -301,9 +223,7 @@ class QuerySims:
         """The k best relations: their rows lie among the k best distinct rows, each
         expanded to its relations (ordered by similarity, then id)."""
         gs = self.gs
-        scan, self._rel_scan = self._rel_scan, None
-        keys, s = (scan[1].result() if scan is not None and scan[0] == k
-                   else self._topk(gs.rep, gs.rep_codes, k))
+        keys, s = self._topk(gs.rep, gs.rep_codes, k)
         rows, owner = csr_rows(gs.rel_ptr, gs.rel_ord, keys)
         rs = s.astype(np.float64)[owner]
         top = rows[np.lexsort((rows, -rs))[:k]].astype(np.int64)
@@ -342,9 +262,6 @@ class QuerySims:
     def z(self, E: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """z-scores of entities ``E`` and relations ``R``, position by position."""
         self.fill(E, R)
-        if not hasattr(self, "ent_stats"):  # queued by start, or computed now
-            self.ent_stats, self.rel_stats = (self._moments.result() if self._moments
-                                              else self._stats())
         return self._z(self.ent, E, self.ent_stats), self._z(self.rel, R, self.rel_stats)
 
     def release(self) -> None:

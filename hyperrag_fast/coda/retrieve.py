@@ -56,14 +56,15 @@ from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
 from ..engine import csr_positions
-from ..kernels.coda_assoc import align_chunks, induced_relations, semantic_expand, weighted_chunks
+from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations,
+                                  semantic_expand, weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
 from ..kernels.coda_query import max_chunks_marked, top_k_untied
 from ..kernels.dense import icode_topk
 from .fast import (QuerySims, Rows, best_sentence_sims, chunk_sims, codes, first_paths,
-                   functional_halves, gather_sims, graph_sims, max_row_norms, not_in_sorted,
-                   positions_in, prior_at)
+                   gather_sims, graph_sims, max_row_norms, not_in_sorted, positions_in,
+                   prior_at)
 from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
@@ -124,7 +125,7 @@ class CodaRetriever:
         self._frp_t = np.ascontiguousarray(graph.frp.T)
         self._frp = np.ascontiguousarray(graph.frp, np.float32)
         self._all_ents = np.arange(graph.n_entities, dtype=np.int64)
-        self._rows = Rows(graph.n_entities, graph.n_relations, graph.n_chunks)
+        self._rows_: Rows | None = None  # per-thread zeroed rows (coda/fast.py), on first use
         self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
         self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
         self._ccodes = self._sent_norm = None  # sims="lazy": _dense_pool, _fact_upper
@@ -139,6 +140,11 @@ class CodaRetriever:
         rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
         self.wsum = np.bincount(rows, weights=graph.adj_w, minlength=graph.n_entities
                                 ).astype(np.float64)
+
+    @property
+    def _rows(self) -> Rows:  # made on first use (a benign race, as _local_push)
+        self._rows_ = self._rows_ or Rows(self.g.n_entities, self.g.n_relations, self.g.n_chunks)
+        return self._rows_
 
     def _local_push(self) -> LocalPush:
         if self._lp is None:  # a benign race: two threads may both build it
@@ -183,10 +189,7 @@ class CodaRetriever:
 
     def _retrieve(self, q, text, top_k, o, detail, bm25, S) -> CodaResult:
         g = self.g
-        side = o.align == "relevance" and o.dense_pool and self.chunk_vec is not None
-        pool = None  # the dense pool's scan on the helper thread (QuerySims.start)
         if S is not None:  # similarities only where read (coda/fast.py)
-            pool = S.start(o.k_entry_relations, (self._dense_pool, (q, o.dense_pool)) if side else None)
             ent_sim, rel_sim = S.ent, S.rel
             e0, r0 = S.top_entities(o.k_entry), S.top_relations(o.k_entry_relations)
             info = {"entry_mode": "offline: query embedding"}
@@ -230,7 +233,7 @@ class CodaRetriever:
             if S is not None:  # one compiled pass, no score vector
                 rows = (touched if o.functional_scope == "touched" and touched is not None
                         else self._all_ents)
-                fe, _ = functional_halves(self._frp, e0, o.k_functional, rows)
+                fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
             else:
                 fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
                 fe = top_k_desc(fs, o.k_functional, exclude=e0)
@@ -250,7 +253,7 @@ class CodaRetriever:
             info["elimination"] = how
         KE, KR = E[keep_e], R[keep_r]
         if o.align == "relevance":
-            ids, scores = self._relevance(q, text, KE, KR, ez[keep_e], rz[keep_r], top_k, o, bm25, pool)
+            ids, scores = self._relevance(q, text, KE, KR, ez[keep_e], rz[keep_r], top_k, o, bm25)
             cnt = best = np.zeros(0)
             n_aligned = ids.size
             return CodaResult(ids, scores, self._detail(detail, info, e0, r0, E, R, ents, rels,
@@ -278,7 +281,7 @@ class CodaRetriever:
                     kept_entities=KE, kept_relations=KR, chunk_count=cnt[:n_aligned],
                     chunk_best=best[:n_aligned], n_aligned=n_aligned)
 
-    def _relevance(self, q, text, KE, KR, zke, zkr, top_k, o, bm25, pool_scan=None):
+    def _relevance(self, q, text, KE, KR, zke, zkr, top_k, o, bm25):
         """``align="relevance"`` (module docstring): chunk ids and scores, best first;
         ``zke`` / ``zkr``: the z-scores of ``KE`` / ``KR``."""
         g = self.g
@@ -299,8 +302,7 @@ class CodaRetriever:
         if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
             lazy, cs = o.sims == "lazy", None
             if o.dense_pool:
-                pool = ((pool_scan.result() if pool_scan else self._dense_pool(q, o.dense_pool))
-                        if lazy else None)
+                pool = self._dense_pool(q, o.dense_pool) if lazy else None
                 if pool is None:
                     cs = chunk_sims(self.chunk_vec, q) if lazy else self.chunk_vec @ q
                     pool = top_k_desc(cs, o.dense_pool)
