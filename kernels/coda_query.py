@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
+from .coda_assoc import n_item_chunks
 from .dense import offer
 
 
@@ -70,12 +71,7 @@ def max_chunks_marked(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_w, rel
     (ascending) with the largest of their weights, floored at 0, through ``mark`` (uint8)
     and ``best`` (float64) rows over the chunks (zeros, left zeroed), sorting only the
     distinct chunks."""
-    n = 0
-    for i in range(ents.shape[0]):
-        n += ent_ptr[ents[i] + 1] - ent_ptr[ents[i]]
-    for i in range(rels.shape[0]):
-        n += rel_ptr[rels[i] + 1] - rel_ptr[rels[i]]
-    ids = np.empty(n, dtype=np.int64)
+    ids = np.empty(n_item_chunks(ent_ptr, rel_ptr, ents, rels), dtype=np.int64)
     c = _mark_chunks(ent_ptr, ent_chunks, ents, ent_w, mark, best, ids, 0)
     c = _mark_chunks(rel_ptr, rel_chunks, rels, rel_w, mark, best, ids, c)
     out = np.sort(ids[:c])
