@@ -42,6 +42,8 @@ def main(argv=None) -> int:
     p.add_argument("--questions", type=int, default=200, help="first N 2Wiki questions")
     p.add_argument("--repeats", type=int, default=3, help="passes over the questions")
     p.add_argument("--method", default=TUNED.method)
+    p.add_argument("--coda-option", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="CODA options other than the defaults (as topk_equivalence.py dump)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     emb = make_embedder(a.embedder, intra_op_threads=a.threads)
@@ -53,7 +55,8 @@ def main(argv=None) -> int:
     pre = load_prebuilt(a.index, needs(a.method, ix.merge), generation=ix.generation)
     open_s = time.perf_counter() - t0
     options = replace(preset_for(ix.embedder_name), method=a.method)  # what a user gets
-    r = Retriever(ix, emb, prebuilt=pre, options=options)
+    from topk_equivalence import _coda_setup
+    r = Retriever(ix, emb, prebuilt=pre, options=options, coda=_coda_setup(a.coda_option))
     r.warmup()
     qs = [q.question for q in load_dataset("2wikimultihopqa", "all").questions[:a.questions]]
     wall, parts = [], {"embed_ms": [], "candidates_ms": [], "graph_ms": []}

@@ -92,13 +92,20 @@ def _gather_chunks(ptr, chunks, items, scores, out_c, out_s, k):
 
 
 @jit
-def _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels, rel_score):
-    """(chunk, item score) pairs of every kept item and their stable order by chunk id."""
+def n_item_chunks(ent_ptr, rel_ptr, ents, rels):
+    """How many (chunk, item) pairs the kept entities and relations have."""
     n = 0
     for i in range(ents.shape[0]):
         n += ent_ptr[ents[i] + 1] - ent_ptr[ents[i]]
     for i in range(rels.shape[0]):
         n += rel_ptr[rels[i] + 1] - rel_ptr[rels[i]]
+    return n
+
+
+@jit
+def _gather_sorted(ent_ptr, ent_chunks, rel_ptr, rel_chunks, ents, ent_score, rels, rel_score):
+    """(chunk, item score) pairs of every kept item and their stable order by chunk id."""
+    n = n_item_chunks(ent_ptr, rel_ptr, ents, rels)
     pc = np.empty(n, dtype=np.int64)
     ps = np.empty(n)
     k = _gather_chunks(ent_ptr, ent_chunks, ents, ent_score, pc, ps, 0)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..engine import csr_positions, csr_rows
 from ..kernels.coda_facts import best_sentences, dot_gather_ahead
+from ..kernels.coda_query import first_seen
 from ..kernels.dense import code_l1, dot_rows, icode_topk, quantize_rows
 
 MOMENT_BLOCK = 4096  # rows per float64 block of the moment sums (bounded scratch)
@@ -55,6 +56,67 @@ def gather_sims(V: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     dot_gather_ahead(np.ascontiguousarray(V, np.float32), np.asarray(rows, np.int64),
                      np.ascontiguousarray(q, np.float32), out)
     return out.astype(np.float64)
+
+
+class Rows(threading.local):
+    """Per-thread zeroed rows of a retriever's queries (kernels/coda_query.py leaves them
+    zeroed): entity, relation and chunk marks (uint8), chunk weights and the entity prior
+    (float64). Made on a thread's first query."""
+
+    def __init__(self, n_ent: int, n_rel: int, n_chunks: int) -> None:
+        self.ent, self.rel = np.zeros(n_ent, np.uint8), np.zeros(n_rel, np.uint8)
+        self.chunk, self.chunk_w = np.zeros(n_chunks, np.uint8), np.zeros(n_chunks)
+        self.prior = np.zeros(n_ent)
+
+
+def first_paths(parts, mark) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of ``parts`` (pairs (ids, path code)) in order of first occurrence with the
+    path code of that occurrence (a dict's ``setdefault`` over the parts in order)."""
+    vals = np.concatenate([np.asarray(a, np.int64) for a, _ in parts])
+    code = np.concatenate([np.full(len(a), c, np.int8) for a, c in parts])
+    pos = first_seen(vals, mark)
+    return vals[pos], code[pos]
+
+
+def prior_at(row: np.ndarray, ids: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """``p[ids]`` of ``p = zeros; p[ids] = vals; p /= p.sum()`` (the same floats: the sum
+    runs over the same zeroed row), through the zeroed ``row``, left zeroed."""
+    row[ids] = vals
+    out = row[ids] / row.sum()
+    row[ids] = 0.0
+    return out
+
+
+def not_in_sorted(x: np.ndarray, srt: np.ndarray) -> np.ndarray:
+    """``~np.isin(x, srt)`` for an ascending ``srt`` (binary search, no sort or table)."""
+    if srt.size == 0:
+        return np.ones(len(x), bool)
+    return srt[np.minimum(np.searchsorted(srt, x), srt.size - 1)] != x
+
+
+def positions_in(x: np.ndarray, ids: np.ndarray, n0: int) -> np.ndarray:
+    """Position of each of ``x`` in the distinct ``ids`` (-1 when absent), ``ids[:n0]``
+    ascending (binary search), the short rest compared one by one."""
+    at = np.full(x.size, -1, np.int64)
+    if n0:
+        s = np.minimum(np.searchsorted(ids[:n0], x), n0 - 1)
+        at[ids[s] == x] = s[ids[s] == x]
+    if ids.size > n0:
+        eq = x[:, None] == ids[None, n0:]
+        hit = eq.any(axis=1)
+        at[hit] = n0 + eq[hit].argmax(axis=1)
+    return at
+
+
+def max_row_norms(V: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """The largest L2 norm (float64, 0 when none) of the rows of ``V`` owned by each of
+    ``0..n-1`` (``owner``: each row's owner), in blocks of float64 rows."""
+    V = np.asarray(V)
+    nrm = np.concatenate([np.linalg.norm(V[b:b + 4096].astype(np.float64), axis=1)
+                          for b in range(0, V.shape[0], 4096)] or [np.zeros(0)])
+    mx = np.zeros(n)
+    np.maximum.at(mx, np.asarray(owner, np.int64), nrm)
+    return mx
 
 
 def best_sentence_sims(V: np.ndarray, ptr: np.ndarray, order: np.ndarray, ids: np.ndarray,
@@ -109,6 +171,7 @@ def codes(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 _lock = threading.Lock()
+
 
 
 def graph_sims(holder) -> GraphSims:

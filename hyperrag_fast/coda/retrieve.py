@@ -57,11 +57,14 @@ from ..blas import query_blas
 from ..embed.base import Embedder
 from ..engine import csr_positions
 from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations,
-                                  max_chunks, semantic_expand, weighted_chunks)
+                                  semantic_expand, weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
+from ..kernels.coda_query import max_chunks_marked, top_k_untied
 from ..kernels.dense import icode_topk
-from .fast import QuerySims, best_sentence_sims, chunk_sims, codes, gather_sims, graph_sims
+from .fast import (QuerySims, Rows, best_sentence_sims, chunk_sims, codes, first_paths,
+                   gather_sims, graph_sims, max_row_norms, not_in_sorted, positions_in,
+                   prior_at)
 from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
@@ -97,7 +100,7 @@ class CodaResult:
     detail: dict
 
 
-_EMPTY = np.zeros(0, np.int64)
+PATHS = ("entry", "semantic", "contextual", "functional")  # the items' path codes
 
 
 class CodaRetriever:
@@ -122,6 +125,7 @@ class CodaRetriever:
         self._frp_t = np.ascontiguousarray(graph.frp.T)
         self._frp = np.ascontiguousarray(graph.frp, np.float32)
         self._all_ents = np.arange(graph.n_entities, dtype=np.int64)
+        self._rows_: Rows | None = None  # per-thread zeroed rows (coda/fast.py), on first use
         self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
         self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
         self._ccodes = self._sent_norm = None  # sims="lazy": _dense_pool, _fact_upper
@@ -136,6 +140,11 @@ class CodaRetriever:
         rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
         self.wsum = np.bincount(rows, weights=graph.adj_w, minlength=graph.n_entities
                                 ).astype(np.float64)
+
+    @property
+    def _rows(self) -> Rows:  # made on first use (a benign race, as _local_push)
+        self._rows_ = self._rows_ or Rows(self.g.n_entities, self.g.n_relations, self.g.n_chunks)
+        return self._rows_
 
     def _local_push(self) -> LocalPush:
         if self._lp is None:  # a benign race: two threads may both build it
@@ -188,29 +197,29 @@ class CodaRetriever:
             ent_sim = (g.ent_vec @ q).astype(np.float64)
             rel_sim = (g.rel_vec @ q).astype(np.float64)
             e0, r0, info = self.entries(q, text, ent_sim, rel_sim, o)
-        ents = {int(e): "entry" for e in e0}
-        rels = {int(r): "entry" for r in r0}
+        ents, rels = [(e0, 0)], [(r0, 0)]  # (ids, path code) in path order
 
         if o.semantic and e0.size:
             if S is not None:
                 S.fill_arcs(g.adj_ptr, g.adj_nbr, g.adj_rel, e0)
             se, _, sr, _ = semantic_expand(g.adj_ptr, g.adj_nbr, g.adj_rel, ent_sim, rel_sim,
                                            e0, o.alpha, o.beta, o.tau)
-            for e in se:
-                ents.setdefault(int(e), "semantic")
-            for r in sr:
-                rels.setdefault(int(r), "semantic")
+            ents.append((se, 1))
+            rels.append((sr, 1))
         touched = None  # entities the local push reached (functional_scope="touched")
         if o.contextual and e0.size and o.k_context:
-            p = np.zeros(g.n_entities)
-            p[e0] = np.maximum(ent_sim[e0], 0.0) + 1e-12
-            p /= p.sum()
+            pe = np.maximum(ent_sim[e0], 0.0) + 1e-12
             if o.ppr_solver == "local":  # local push to threshold ppr_eps (ppr.LocalPush)
-                res = self._local_push().approx_sparse(e0, p[e0], o.ppr_d, o.ppr_eps)
-                sel = top_k_desc(res.x, o.k_context)
+                res = self._local_push().approx_sparse(e0, prior_at(self._rows.prior, e0, pe),
+                                                       o.ppr_d, o.ppr_eps)
+                sel, tied = top_k_untied(res.x, o.k_context)  # top_k_desc's ids when untied
+                sel = top_k_desc(res.x, o.k_context) if tied else sel
                 ce = res.ids[sel[res.x[sel] > 0]]
                 touched = res.ids
             else:
+                p = np.zeros(g.n_entities)
+                p[e0] = pe
+                p /= p.sum()
                 if o.ppr_solver == "push":
                     pi, _, _ = ppr_push(g.adj_ptr, g.adj_nbr, g.adj_w, self.wsum, p, o.ppr_d, o.ppr_tol)
                 else:
@@ -218,10 +227,8 @@ class CodaRetriever:
                                       o.ppr_tol, 1000)
                 ce = top_k_desc(pi, o.k_context)
                 ce = ce[pi[ce] > 0]
-            for e in ce:
-                ents.setdefault(int(e), "contextual")
-            for r in induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce):
-                rels.setdefault(int(r), "contextual")
+            ents.append((ce, 2))
+            rels.append((induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce), 2))
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
             if S is not None:  # one compiled pass, no score vector
                 rows = (touched if o.functional_scope == "touched" and touched is not None
@@ -231,11 +238,9 @@ class CodaRetriever:
                 fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
                 fe = top_k_desc(fs, o.k_functional, exclude=e0)
                 fe = fe[fs[fe] > 0]
-            for e in fe:
-                ents.setdefault(int(e), "functional")
+            ents.append((fe, 3))
 
-        E = np.fromiter(ents, np.int64, len(ents))
-        R = np.fromiter(rels, np.int64, len(rels))
+        (E, ents), (R, rels) = first_paths(ents, self._rows.ent), first_paths(rels, self._rows.rel)
         keep_e, keep_r = np.ones(E.size, bool), np.ones(R.size, bool)
         ez = rz = None
         if S is not None:
@@ -271,8 +276,8 @@ class CodaRetriever:
         if not detail:
             return {}
         return dict(info, entry_entities=e0, entry_relations=r0,
-                    entities=E, entity_path=[ents[int(e)] for e in E],
-                    relations=R, relation_path=[rels[int(r)] for r in R],
+                    entities=E, entity_path=[PATHS[c] for c in ents],
+                    relations=R, relation_path=[PATHS[c] for c in rels],
                     kept_entities=KE, kept_relations=KR, chunk_count=cnt[:n_aligned],
                     chunk_best=best[:n_aligned], n_aligned=n_aligned)
 
@@ -286,13 +291,14 @@ class CodaRetriever:
         wr = np.maximum(zkr, 0.0) / (1.0 + np.log(np.maximum(nr, 1.0)))
         if o.align_items == "relations":
             KE, we = KE[:0], we[:0]
-        if o.align_pool == "max":
-            ids, gw = max_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr, g.rel_chunks,
-                                 KE, we, KR, wr)
+        if o.align_pool == "max":  # kernels/coda_assoc.py max_chunks' arrays
+            ids, gw = max_chunks_marked(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr,
+                                        g.rel_chunks, KE, we, KR, wr, self._rows.chunk,
+                                        self._rows.chunk_w)
         else:
             ids, gw = weighted_chunks(g.ent_chunk_ptr, g.ent_chunks, g.rel_chunk_ptr,
                                       g.rel_chunks, KE, we, KR, wr)
-        score = o.graph_weight * gw
+        score, n0 = o.graph_weight * gw, ids.size  # ids[:n0] ascending
         if self.chunk_vec is not None and (o.dense_weight > 0 or o.dense_pool):
             lazy, cs = o.sims == "lazy", None
             if o.dense_pool:
@@ -300,7 +306,7 @@ class CodaRetriever:
                 if pool is None:
                     cs = chunk_sims(self.chunk_vec, q) if lazy else self.chunk_vec @ q
                     pool = top_k_desc(cs, o.dense_pool)
-                extra = pool[~np.isin(pool, ids)]
+                extra = pool[not_in_sorted(pool, ids)]
                 ids = np.concatenate([ids, extra])
                 score = np.concatenate([score, np.zeros(extra.size)])
             # lazy: the candidates' dots only (the same float32 dots as the full scan's)
@@ -311,13 +317,14 @@ class CodaRetriever:
             if len(lid):
                 ls = np.asarray(ls, np.float64) / max(float(np.max(ls)), 1e-12)
                 lid = np.asarray(lid, np.int64)
-                extra = lid[~np.isin(lid, ids)]
+                at = positions_in(lid, ids, n0)  # lid's positions in ids (-1: absent)
+                extra = lid[at < 0]
+                at[at < 0] = ids.size + np.arange(extra.size)
                 ids = np.concatenate([ids, extra])
                 score = np.concatenate([score, o.dense_weight * (self.chunk_vec[extra] @ q)
                                         if self.chunk_vec is not None and extra.size
                                         else np.zeros(extra.size)])
-                srt = np.argsort(ids, kind="stable")  # ids are distinct: lid's positions
-                score[srt[np.searchsorted(ids, lid, sorter=srt)]] += o.lexical_weight * ls
+                score[at] += o.lexical_weight * ls
         cover = o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None
         post, n_docs = (bm25.postings(text), bm25.n_docs) if cover else (None, 0)
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
@@ -334,12 +341,7 @@ class CodaRetriever:
         """Upper bounds of :meth:`_best_sentence`: |q| x the chunk's largest sentence norm
         (+ the float32 dots' rounding), -1 for a chunk without sentences."""
         if self._sent_norm is None:  # a benign race, as _chunk_codes
-            sv = np.asarray(self.sent_vec)
-            nrm = np.concatenate([np.linalg.norm(sv[b:b + 4096].astype(np.float64), axis=1)
-                                  for b in range(0, sv.shape[0], 4096)] or [np.zeros(0)])
-            mx = np.zeros(self.g.n_chunks)
-            np.maximum.at(mx, np.asarray(self.sent_chunk, np.int64), nrm)
-            self._sent_norm = mx
+            self._sent_norm = max_row_norms(self.sent_vec, self.sent_chunk, self.g.n_chunks)
         has = self._sent_ptr[ids + 1] > self._sent_ptr[ids]
         qn = float(np.linalg.norm(np.asarray(q, np.float64)))
         return np.where(has, qn * self._sent_norm[ids] * (1 + 1e-4) + 1e-6, -1.0)
@@ -380,14 +382,13 @@ class CodaRetriever:
                                             [self.g.relation_text(int(r)) for r in R])
             return np.asarray(ke, bool), np.asarray(kr, bool), "llm"
         if o.elim_calibration == "zscore":  # ez, rz: the z-scores of E, R in order
-            def keepz(path, z):
-                entry = np.fromiter((v == "entry" for v in path.values()), bool, len(path))
-                return entry | (z >= o.elim_min_z)
+            def keepz(path, z):  # path: the items' path codes (0: entry)
+                return (path == 0) | (z >= o.elim_min_z)
             return (keepz(ents, ez), keepz(rels, rz),
                     f"offline: z-score >= {o.elim_min_z} over this query's similarities")
 
         def keep(ids, path, sim):
-            k = np.array([path[int(i)] == "entry" for i in ids], bool)
+            k = path == 0
             rest = np.flatnonzero(~k)
             n_keep = math.ceil(o.elim_keep_frac * rest.size)
             if n_keep:
