@@ -85,8 +85,8 @@ def grid(axes=None, base: QueryOptions | None = None) -> list[tuple[dict, QueryO
     axes, out = AXES if axes is None else axes, []
     for vals in itertools.product(*(v for _, v in axes)):
         o, s = BASE if base is None else base, {}
-        for (name, _), v in zip(axes, vals):
-            o, s[name] = changed(o, {name: v}), v
+        for (name, _), v in zip(axes, vals):  # a dict value sets several options jointly
+            o, s[name] = changed(o, v if isinstance(v, dict) else {name: v}), v
         out.append((s, o))
     return out
 
@@ -199,7 +199,9 @@ def main(argv=None) -> int:
     p.add_argument("--features-cache", default=None, help="directory of collected features")
     p.add_argument("--min-gain", type=float, default=0.005, help="the noise guard (objective)")
     p.add_argument("--axis", action="append", default=[],
-                   help="NAME=JSON list: the grid's axes in place of AXES (session 14: fewer knobs)")
+                   help="NAME=JSON list: the grid's axes in place of AXES (session 14: fewer knobs); "
+                        "a value that is a JSON object sets its options jointly (e.g. hop_rounds "
+                        "with hop_round_cover)")
     p.add_argument("--hybrid", action="append", default=[],
                    help="NAME=JSON: a HybridOptions field of every grid point (e.g. graph_mix)")
     p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
