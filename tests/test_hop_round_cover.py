@@ -1,6 +1,6 @@
 """``HybridOptions.hop_round_cover`` and the ``settings.CHAIN_LINKS`` columns (issue 21,
-session 18; docs/architecture.md §5, "A further hop round"): ``offpreset.term_cover``,
-``offpreset.later_rounds``' gate and ``offpreset.chain_links`` against literal twins."""
+session 18; docs/architecture.md §5, "A further hop round"): ``engine.term_cover``,
+``engine.later_rounds``' gate and ``engine.chain_links`` against literal twins."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.config import LINK_FEATURES, PRESETS, HybridOptions
-from hyperrag_fast.methods.offpreset import chain_links, later_rounds, term_cover
+from hyperrag_fast.engine import chain_links, later_rounds, term_cover
 from hyperrag_fast.settings import CHAIN_LINKS
 from test_top_links import _case as _top_case
 
