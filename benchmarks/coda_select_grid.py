@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from hyperrag_fast.coda.select import _pairs  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
 from hyperrag_fast.settings import CodaOptions  # noqa: E402
-from selection_rule import RULE, pick_by_worst, tied_sets  # noqa: E402  (benchmarks/)
+from selection_rule import RULE, pick_by_worst  # noqa: E402  (benchmarks/)
 
 CR = "Complex Reasoning"
 GB = {"medical", "novel"}
@@ -112,7 +112,7 @@ def summary(p: dict, cells: dict) -> dict:
 
 def pick(table: list[dict], min_gain: float) -> int:
     """The selection rule (module docstring) over :func:`summary` rows."""
-    return pick_by_worst([t["worst"] for t in table], [t["mean"] for t in table], min_gain)
+    return pick_by_worst([(t["worst"], t["mean"]) for t in table], min_gain)[0]
 
 
 def _rows(cache: Path, compact_dir: str | None, name: str) -> list[dict]:
@@ -163,7 +163,7 @@ def main() -> None:
         j = pick([summary(t["options"], {k: v for k, v in t["cells"].items() if k != c})
                   for t in out], args.min_gain)
         lofo[c] = {"pick": j, "held_out": out[j]["cells"][c]["worst"]}
-    tied = tied_sets([t["worst"] for t in out], [t["mean"] for t in out], args.min_gain)
+    _, *tied = pick_by_worst([(t["worst"], t["mean"]) for t in out], args.min_gain)
     print(f"pick {i}: {json.dumps(out[i]['options'])} (shipped: {out[i]['options'] == shipped})")
     if args.out:
         doc = {"command": "python benchmarks/coda_select_grid.py --rows-cache <rows> --points "

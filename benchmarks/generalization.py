@@ -58,6 +58,10 @@ def main() -> None:
                     help="NAME=FILE: a quality_grid.py file of the same grid with another ranker fit "
                          "(--prior / --c), one per embedder; its LOFO is kept under "
                          "leave_one_family_out_variants[NAME] (the preset does not follow it)")
+    ap.add_argument("--earlier", action="append", default=[],
+                    help="NAME=FILE: the grid (.json) that chose an embedder's preset before the "
+                         "--search grid, one per embedder: its LOFO is kept as "
+                         "leave_one_family_out_NAME (and _NAME_grid), e.g. s18")
     ap.add_argument("--ranker-lofo", action="append", default=[],
                     help="train_ranker.py output (.json), one per embedder: the ranker stage "
                          "alone trained leave-one-family-out")
@@ -111,6 +115,11 @@ def main() -> None:
             "setting": x["selected"].get("setting"), **{f: _rec(x["selected"][f]) for f in SETS
                                                          if f in x["selected"]}} for _, x in v}}
         for k, v in variants.items()}
+    earlier: dict = {}
+    for name, p in (v.split("=", 1) for v in a.earlier):
+        earlier.setdefault(name, []).append((p, json.loads(Path(p).read_text())))
+    earlier = {k: dict(zip((f"leave_one_family_out_{k}", f"leave_one_family_out_{k}_grid"),
+                           leave_one_out(v))) for k, v in earlier.items()}
     ranker = {}
     for p in a.ranker_lofo:
         x = json.loads(Path(p).read_text())
@@ -180,7 +189,7 @@ def main() -> None:
                   "(the result files)" if a.results else "")),
            "leave_one_family_out_grid": grids,
            "leave_one_family_out_upstream": lofo_up, "leave_one_family_out_upstream_grid": grids_up,
-           "leave_one_family_out_variants": variants,
+           "leave_one_family_out_variants": variants, **{k: v for e in earlier.values() for k, v in e.items()},
            "ranker_leave_one_family_out": ranker, "rank_links_leave_one_family_out": links,
            "leave_one_family_out_cross_validated": bias, "graph_floor": floor,
            "per_embedder": per_embedder,

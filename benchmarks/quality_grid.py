@@ -12,8 +12,8 @@ upstream settings; every other option at its dataclass default) and one procedur
 :func:`choose`, applied to any set F of dev families: for each grid setting the
 calibrated ranker (``train_ranker.fit``) is trained on F, the setting is scored on each
 family of F with that ranker, and the setting of the best worst-family lift over dense
-(objective: mean of R@2/5/8) is chosen (ties within ``--min-gain``: the larger mean lift
-over F). The preset = ``choose`` on all three families. Leave-one-family-out for family f:
+(objective: mean of R@2/5/8) is chosen by ``selection_rule.pick_by_worst`` (ties within
+``--min-gain``; the mean lift only removes a tied setting worse by more than the guard). The preset = ``choose`` on all three families. Leave-one-family-out for family f:
 ``choose`` on the other two, scored on f; **own_best** for f = ``choose`` on {f} alone (the
 same grid, the ranker trained on f): the gap measures what choosing on two families costs
 the third, not the luck of the largest search. Scores inside the search are computed from
@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality_search import (FAMILIES, KS, Bench, _r, apply, code_hash, family_parser,  # noqa: E402
                             plain, write_result)
+from selection_rule import RULE, pick_by_worst  # noqa: E402
 from train_ranker import Prior, collect, fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
@@ -85,8 +86,8 @@ def grid(axes=None, base: QueryOptions | None = None) -> list[tuple[dict, QueryO
     axes, out = AXES if axes is None else axes, []
     for vals in itertools.product(*(v for _, v in axes)):
         o, s = BASE if base is None else base, {}
-        for (name, _), v in zip(axes, vals):
-            o, s[name] = changed(o, {name: v}), v
+        for (name, _), v in zip(axes, vals):  # a dict value sets several options jointly
+            o, s[name] = changed(o, v if isinstance(v, dict) else {name: v}), v
         out.append((s, o))
     return out
 
@@ -182,9 +183,7 @@ def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_ga
         lifts = [sc[f]["objective"] - dense[f]["objective"] for f in F]
         table.append({"setting": s, "weights": list(w), "scores": sc,
                       "worst_lift": round(min(lifts), 4), "mean_lift": round(float(np.mean(lifts)), 4)})
-    top = max(t["worst_lift"] for t in table)
-    near = [i for i, t in enumerate(table) if t["worst_lift"] >= top - min_gain]
-    i = max(near, key=lambda j: (table[j]["mean_lift"], table[j]["worst_lift"]))
+    i, _, _ = pick_by_worst([(t["worst_lift"], t["mean_lift"]) for t in table], min_gain)
     o = replace(settings[i][1], hybrid=replace(settings[i][1].hybrid,
                                                rank_weights=tuple(table[i]["weights"])))
     return o, i, table
@@ -199,7 +198,9 @@ def main(argv=None) -> int:
     p.add_argument("--features-cache", default=None, help="directory of collected features")
     p.add_argument("--min-gain", type=float, default=0.005, help="the noise guard (objective)")
     p.add_argument("--axis", action="append", default=[],
-                   help="NAME=JSON list: the grid's axes in place of AXES (session 14: fewer knobs)")
+                   help="NAME=JSON list: the grid's axes in place of AXES (session 14: fewer knobs); "
+                        "a value that is a JSON object sets its options jointly (e.g. hop_rounds "
+                        "with hop_round_cover)")
     p.add_argument("--hybrid", action="append", default=[],
                    help="NAME=JSON: a HybridOptions field of every grid point (e.g. graph_mix)")
     p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
@@ -267,9 +268,8 @@ def main(argv=None) -> int:
            "selection": "a fixed grid (" + ", ".join(f"{n} {list(v)}" for n, v in AXES + (
                (("ranker", a.ranker),) if a.ranker else ())) + "), the "
                         f"ranker (L2 C={a.c}{'' if prior is None else ', prior ' + a.prior}) retrained per "
-                        "setting on the choosing families; the setting of "
-                        f"the best worst-family lift over dense (ties within {a.min_gain}: the "
-                        "larger mean lift); families " + str(list(fams)),
+                        "setting on the choosing families; the session-19 rule "
+                        f"(selection_rule.py, guard {a.min_gain}): {RULE}; families " + str(list(fams)),
            "axes": {n: list(v) for n, v in AXES} | ({"ranker": a.ranker} if a.ranker else {}),
            "families": list(fams), "c": a.c, "prior": a.prior,
            "fixed_hybrid": {n: list(v) if isinstance(v, tuple) else v for n, v in fixed.items()},

@@ -1,6 +1,5 @@
-"""Configuration: every query option, both presets, candidate budgets, and (re-exported
-from :mod:`.settings`) ANN parameters, how an index build runs, CODA's options and the LLM
-run-time defaults.
+"""Configuration: every query option, both presets, candidate budgets, and (re-exported from
+:mod:`.settings`) ANN parameters, how an index build runs, CODA's options and the LLM run-time defaults.
 
 The API (:class:`QueryOptions` defaults), the CLI (its option defaults), ``ask``, ``demo``,
 ``eval`` and the benchmarks all read this module; nothing else holds a default. A bare
@@ -34,8 +33,7 @@ HOP_WEIGHTS = ("uniform", "sim")
 #: a(v) = (A + a_space + a_time) / 3: the mean of the three STIBP channels (STITCH-RAG §3.3),
 #: also when an ablation turns a channel off
 STIBP_DIVISOR = 3.0
-#: STITCH-RAG §3.3 / Alg. 1 as published (``StitchOptions.paper()``): the fields that differ
-#: from the library defaults
+#: STITCH-RAG §3.3 / Alg. 1 as published (``StitchOptions.paper()``): the fields that differ from the library defaults
 _PAPER_STITCH = dict(delta=0.5, lam=0.3, damping=0.85, alpha="ratio", group_weight="log1p",
                      temporal_max_group=math.inf, temporal_from_space=0.0,
                      graph_max_group=math.inf, graph_weight="uniform", ppr="power", tol=1e-6)
@@ -150,10 +148,10 @@ class HybridOptions:
     ``hop_bridge_max`` chunks), each with the prior term hop_bridge x hop_bridge_decay ** j (j = 0 for
     the top source) x (the group's ``hop_idf`` weight at exponent 1, x the "sim" weight) x max(0, sim(q, c));
     a source j >= 1 counts only if its first-round score >= hop_bridge_near x the top's (issue 21, §5).
-    Off in both presets (issue 21, lost on the dev families; ``methods/offpreset.py``):
-    hop_rounds > 1, further bridge rounds from the best chunk not yet a source, each only while
-    the last round's two top chunks hold at most hop_round_cover of the question's idf-weighted
-    terms (session 18, docs/architecture.md §5, "A further hop round"; 1 = always); hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
+    hop_rounds > 1, further bridge rounds from the best chunk not yet a source, each only while the last round's
+    two top chunks hold at most hop_round_cover of the question's idf-weighted terms (session 18, docs/architecture.md
+    §5, "A further hop round"; 1 = always; ``engine.later_rounds``; bge-small 2 at .4, session 19). Off in both
+    presets (issue 21, lost on the dev families; ``methods/offpreset.py``): hop_bridge_titles, bridges also from each named title's most similar chunk; hop_dense,
     that many chunks nearest q + v(top chunk) (prior term hop_dense_weight x sim); mmr > 0,
     the ranker's top-k by maximal marginal relevance (mu = mmr); hop_query / hop_query_bm25,
     the chunks nearest / BM25-best for "question + the top chunk's best bridge name" (prior term hop_query_weight x sim or score share; one more embed call).
@@ -201,8 +199,8 @@ class HybridOptions:
     title_chunks: float = 0.3
     hop_titles: bool = True
     rank_weights: tuple[float, ...] = (
-        -2.666644, 2.458609, 2.458609, 5.529571, 5.529571, 1.796914, 2.602898, -4.716212,
-        -0.751267, 1.424452, 3.802672, 2.434304, 5.501156)
+        -2.890963, 0.884091, 0.884091, 5.467172, 5.467172, 2.317221, 3.374416, 0.158688, 0.0,
+        8.772217, 5.75218, 2.905036, 2.706654, 6.566655)
     title_top: int = 0
     graph_gate: bool = False
     hop_idf: float = 0.0
@@ -221,7 +219,7 @@ class HybridOptions:
     hop_query: int = 0
     hop_query_bm25: int = 0
     hop_query_weight: float = 0.0
-    rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words", "residual_cover")
+    rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words", "residual_cover", "residual_cover2")
     graph_mix: str = "prior_only"
     wide_chunks: int = 0
     wide_flat: float = 1.0
@@ -316,7 +314,8 @@ PAPER_HYBRID = HybridOptions.paper()
 #: docs/architecture.md §6, "How the presets were chosen". Session 14: the 16-point grid of ``benchmarks/
 #: quality_grid.py`` (tuning file ``experiments/results/quality_grid/quality_grid_minilm.json``), ``graph_mix="prior_only"`` (PPR picks the first hop's sources,
 #: the final score is the ranker's on the prior), the ranker at C = 0.01; session 17 (``ranker_top_links_minilm.json``):
-#: + "residual_cover", ranker retrained. The values are the dataclass defaults (``StitchOptions`` / ``HybridOptions``).
+#: + "residual_cover"; session 19 (``all_options_minilm.json``, docs §6 "The selection rule"): + "residual_cover2",
+#: the ranker at C = .001 with train_ranker.Prior("all", 1). The values are the dataclass defaults.
 TUNED_STITCH = StitchOptions()
 TUNED_HYBRID = HybridOptions()
 #: candidate budgets K_V (entity states) and K_C (chunks), STITCH-RAG §3.3 step 1
@@ -376,13 +375,14 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: embedder's indexes on the three dev families by the same rule; ``TUNED`` stays MiniLM's.
 #: bge-small (session 14, ``quality_grid_bge.json``): delta .85, the named-title term 1, ``hop_bridge`` 1,
 #: ``graph_mix="prior_only"``, the ranker at C = 0.01; session 17 (``ranker_top_links_bge.json``, then
-#: ``joint_top_links_title_top_bge.json``): residual_cover, hop_rank, top_bridge and title_top 1.
+#: ``joint_top_links_title_top_bge.json``): residual_cover, hop_rank, top_bridge and title_top 1; session 19
+#: (``all_options_bge.json``): ``hop_rounds`` 2 gated at ``hop_round_cover`` .4, the ranker retrained (C = .01).
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH,
-    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, title_top=1, rank_links=TUNED_HYBRID.rank_links + (
-        "hop_rank", "top_bridge"), rank_weights=(
-        -1.465613, 0.334774, 0.334774, 4.383668, 4.383668, 2.130286, 9.753627, -0.366145, 0.299984,
-        -0.044005, 3.826891, 1.8794, 3.457709, 0.192074, 1.045809)))
+    hybrid=replace(TUNED_HYBRID, title_chunks=1.0, title_top=1, hop_rounds=2, hop_round_cover=0.4, rank_links=(
+        "bridge_title", "bridge_title_words", *TOP_LINKS), rank_weights=(
+        -1.470199, 0.233427, 0.233427, 4.456302, 4.456302, 2.117505, 9.792536, -0.289206, 0.36745,
+        -0.036912, 3.857088, 1.902119, 3.509458, 0.169379, 1.104125)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

@@ -2,7 +2,9 @@
 
 The engine sees vectors and candidate ids only; candidate search (ANN / exact / BM25)
 and query embedding happen before it (docs/architecture.md §4 step 1). The arrays it
-hands the kernel are the NamedTuples of ``kernels.layout``.
+hands the kernel are the NamedTuples of ``kernels.layout``. Also the query steps over the
+engine that the presets run (docs/architecture.md §5): further bridge rounds
+(:func:`later_rounds`, gated by :func:`term_cover`) and the chain columns (:func:`chain_links`).
 """
 from __future__ import annotations
 
@@ -55,6 +57,89 @@ def chunk_group_best(g, chunks: np.ndarray, groups: np.ndarray, weights: np.ndar
         j = np.minimum(np.searchsorted(groups, grp), groups.size - 1)
         np.maximum.at(top, row, np.where(groups[j] == grp, weights[j], 0.0))
     return top
+
+
+def recip_rank(v: np.ndarray) -> np.ndarray:
+    """1 / (1 + rank) by descending value (stable)."""
+    out = np.empty(v.shape[0])
+    out[np.argsort(-v, kind="stable")] = 1.0 / (1.0 + np.arange(v.shape[0]))
+    return out
+
+
+def term_cover(bm25, text: str, ids) -> float:
+    """The idf-weighted share (ln(1 + N / df)) of the distinct known terms of ``text`` that
+    at least one document of ``ids`` holds (``HybridOptions.hop_round_cover``; 1 with no
+    term or no BM25 index)."""
+    ids = np.asarray(ids, np.int64)
+    tot = held = 0.0
+    for p in (bm25.postings(text) if bm25 is not None else []):
+        w = float(np.log1p(bm25.n_docs / max(p.size, 1)))
+        tot += w
+        if p.size and ids.size and (p[np.minimum(np.searchsorted(p, ids), p.size - 1)] == ids).any():
+            held += w
+    return held / tot if tot > 0 else 1.0
+
+
+def later_rounds(eng, q, v0, cands, seeded, r, stitch, hybrid, detail, used, bridge, seed, cover=None):
+    """``HybridOptions.hop_rounds`` > 1: each further round takes the best chunk t of the
+    last ranking not used as a bridge source yet, adds its bridge names' chunks
+    (``bridge(t)`` = ``stitch.bridge_chunks``' (ids, weights); prior term hop_bridge x
+    weight) and its rare names as seeds (``seed(t, seeds)`` = ``stitch.hop_seeds``), and
+    runs STITCH again on the grown candidates: a chain of passages each naming the next
+    (a 3-4 hop question) is followed one link per round; with ``hop_round_cover`` < 1 a round
+    runs only while ``cover(ids)`` (:func:`term_cover`) of the last ranking's two top chunks is
+    at most hop_round_cover (a chain whose top two already hold the question stops)."""
+    (c0, bonus), (seeds, values) = cands, seeded
+    for _ in range(hybrid.hop_rounds - 1):
+        if hybrid.hop_round_cover < 1.0 and cover is not None and cover(r.chunk_ids[:2]) > hybrid.hop_round_cover:
+            break
+        t = next((int(c) for c in r.chunk_ids.tolist() if int(c) not in used), None)
+        if t is None:
+            break
+        used.add(t)
+        b_c, b_v = bridge(t)
+        hop, hop_v = seed(t, seeds)
+        if not b_c.size and not hop.size:
+            continue
+        c0 = np.concatenate([c0, b_c])
+        bonus = np.concatenate([bonus, hybrid.hop_bridge * b_v])
+        seeds, values = np.concatenate([seeds, hop]), np.concatenate([values, hop_v])
+        r = eng.query(q, v0, c0, stitch, chunk_bonus=bonus, seed_nodes=seeds,
+                      seed_values=values, detail=detail)
+    return r, c0, seeds
+
+
+def chain_links(eng, bm25, text: str, q: np.ndarray, r, t0: int, names, bridge) -> dict:
+    """``settings.CHAIN_LINKS`` columns of ``names`` (issue 21, session 18; docs/architecture.md
+    §5, "Ranker features inside C_q"): the later hops of a chain q -> t0 -> t1 -> ..., t1 = the
+    final round's best chunk by PPR other than t0 (rows t0 and t1 0). hop2_rank = 1 / (1 +
+    rank) in C_q of sim(c, normalize(q + v(t0) + v(t1))); residual_cover2 = the idf share of
+    the question's terms a chunk holds and both t0 and t1 lack; chain_bridge = the largest
+    weight of t1's bridge groups (``bridge(t1)`` = ``stitch.bridge_groups`` with t0's groups
+    named too) among the chunk's name groups."""
+    cq, pi, g = np.asarray(r.cq, np.int64), np.asarray(r.cq_pi), eng.graph
+    order = cq[np.argsort(-pi, kind="stable")]
+    t1 = next((int(c) for c in order.tolist() if c != t0), -1)
+    own, n, out = (cq == t0) | (cq == t1), cq.shape[0], {}
+    if t1 < 0:
+        return {k: np.zeros(n) for k in names if k in ("hop2_rank", "residual_cover2", "chain_bridge")}
+    if "hop2_rank" in names:
+        hv = np.asarray(q, np.float64) + eng.chunk_vec[t0].astype(np.float64) + eng.chunk_vec[t1].astype(np.float64)
+        hs = eng.chunk_vec[cq].astype(np.float64) @ (hv / max(float(np.sqrt(hv @ hv)), 1e-12))
+        hs[own] = -np.inf
+        out["hop2_rank"] = np.where(own, 0.0, recip_rank(hs))
+    if "residual_cover2" in names:  # BM25.residual_cover's loop with two sources (np.log1p: the grid's floats)
+        res, tot, c = np.zeros(n), 0.0, np.append(cq, [t0, t1])
+        for p in (bm25.postings(text) if bm25 is not None else []):
+            w = float(np.log1p(bm25.n_docs / max(p.size, 1)))
+            tot += w
+            has = p[np.minimum(np.searchsorted(p, c), p.size - 1)] == c if p.size else np.zeros(c.size, bool)
+            if not has[-1] and not has[-2]:
+                res += w * has[:-2]
+        out["residual_cover2"] = np.where(own, 0.0, res / tot if tot > 0 else res)
+    if "chain_bridge" in names:
+        out["chain_bridge"] = np.where(own, 0.0, chunk_group_best(g, cq, *bridge(t1, t0)))
+    return out
 
 
 def run_starts(a: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .engine import chunk_group_best
+from .engine import chunk_group_best, recip_rank
 from .kernels.lexical import bm25_topk
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
@@ -251,16 +251,9 @@ def top_links(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int, name
         hv = np.asarray(q, np.float64) + eng.chunk_vec[t0].astype(np.float64)
         hs = eng.chunk_vec[cq].astype(np.float64) @ (hv / max(float(np.sqrt(hv @ hv)), 1e-12))
         hs[own] = -np.inf
-        out["hop_rank"] = np.where(own, 0.0, _rank_share(hs))
+        out["hop_rank"] = np.where(own, 0.0, recip_rank(hs))
     if "top_bridge" in names:
         out["top_bridge"] = np.where(own, 0.0, chunk_group_best(g, cq, *bridge()))
-    return out
-
-
-def _rank_share(v: np.ndarray) -> np.ndarray:
-    """1 / (1 + rank) of each entry by descending value (stable)."""
-    out = np.empty(v.shape[0])
-    out[np.argsort(-v, kind="stable")] = 1.0 / (1.0 + np.arange(v.shape[0]))
     return out
 
 

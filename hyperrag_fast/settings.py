@@ -270,7 +270,7 @@ LINK_FEATURES = ("bridge_title", "bridge_title_words", "q_names", "r1_link", "r1
 #: the ``rank_links`` columns read off the first round's top chunk (``lexical.top_links``)
 TOP_LINKS = ("residual_cover", "hop_rank", "top_bridge")
 #: the ``rank_links`` columns read off the chain's second link t1 too (session 18,
-#: ``offpreset.chain_links``; docs/architecture.md §5, "Ranker features inside C_q")
+#: ``engine.chain_links``; docs/architecture.md §5, "Ranker features inside C_q")
 CHAIN_LINKS = ("hop2_rank", "residual_cover2", "chain_bridge")
 #: the first round's top chunks (PPR order) whose bridge names "bridge_title" reads
 BRIDGE_TITLE_SOURCES = 3

@@ -1,6 +1,6 @@
 """``HybridOptions.hop_round_cover`` and the ``settings.CHAIN_LINKS`` columns (issue 21,
-session 18; docs/architecture.md §5, "A further hop round"): ``offpreset.term_cover``,
-``offpreset.later_rounds``' gate and ``offpreset.chain_links`` against literal twins."""
+session 18; docs/architecture.md §5, "A further hop round"): ``engine.term_cover``,
+``engine.later_rounds``' gate and ``engine.chain_links`` against literal twins."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.config import LINK_FEATURES, PRESETS, HybridOptions
-from hyperrag_fast.methods.offpreset import chain_links, later_rounds, term_cover
+from hyperrag_fast.engine import chain_links, later_rounds, term_cover
 from hyperrag_fast.settings import CHAIN_LINKS
 from test_top_links import _case as _top_case
 
@@ -81,8 +81,11 @@ def test_later_rounds_stop_when_the_top_two_hold_the_question(gate, rounds):
     assert len(calls) == (1 if rounds is None else rounds)
 
 
-def test_the_options_are_off_by_default():
+def test_the_presets_take_what_their_session_19_grids_chose():
+    """``all_options_{minilm,bge}.json`` (docs/architecture.md §6): MiniLM residual_cover2 in one
+    round; bge-small a second round gated at cover .4 and no chain column."""
     assert HybridOptions().hop_round_cover == 1.0 and HybridOptions().hop_rounds == 1
     assert set(CHAIN_LINKS) <= set(LINK_FEATURES)
-    for o in PRESETS.values():
-        assert not set(CHAIN_LINKS) & set(o.hybrid.rank_links)
+    mini, bge = PRESETS["minilm"].hybrid, PRESETS["bge-small"].hybrid
+    assert mini.rank_links[3:] == ("residual_cover2",) and (mini.hop_rounds, mini.hop_round_cover) == (1, 1.0)
+    assert not set(CHAIN_LINKS) & set(bge.rank_links) and (bge.hop_rounds, bge.hop_round_cover) == (2, 0.4)

@@ -15,12 +15,12 @@ import time
 import numpy as np
 
 from ..config import BRIDGE_TITLE_SOURCES, TOP_LINKS, DEFAULT_METHOD, HybridOptions, QueryOptions, StitchOptions
-from ..engine import csr_rows, run_starts, unique
+from ..engine import chain_links, csr_rows, later_rounds, run_starts, term_cover, unique
 from ..lexical import question_groups, top_links
 from .base import OWN, MethodOutput, QueryState, missing
 from ..settings import CHAIN_LINKS
-from .offpreset import (_best_per_title, chain_links, dense_hops, gated_top, graph_weight,  # noqa: F401
-                        hop_dense, later_rounds, mmr_top, more_link_features, page_capped, term_cover, title_best,
+from .offpreset import (_best_per_title, dense_hops, gated_top, graph_weight,  # noqa: F401
+                        hop_dense, mmr_top, more_link_features, page_capped, title_best,
                         wide_pool)
 
 
@@ -210,7 +210,7 @@ def link_features(eng, lk, q, r, r1, qgroups: np.ndarray, names: tuple[str, ...]
         cols.update(top_links(eng, bm25, text, q, np.asarray(r.cq, np.int64), t0, names, lambda: bridge_groups(
             eng, q, t0, _named_groups(lk, text, t0))))
     cols.update({n: np.zeros(len(r.cq)) for n in names if n in TOP_LINKS and n not in cols})
-    if any(n in CHAIN_LINKS for n in names) and r1_top.size:  # off in both presets (offpreset.py)
+    if any(n in CHAIN_LINKS for n in names) and r1_top.size:  # engine.chain_links
         cols.update(chain_links(eng, bm25, text, q, r, int(r1_top[0]), names, lambda t, t0: bridge_groups(
             eng, q, t, np.union1d(_named_groups(lk, text, t), eng.graph.node_group[eng.graph.chunk_nodes[
                 eng.graph.chunk_ptr[t0]:eng.graph.chunk_ptr[t0 + 1]]]))))
