@@ -99,8 +99,9 @@ def build_hypergraph(
         nc_chunk.append(c)
         return v
 
+    keys: dict[str, str] = {}  # name -> key: a name recurs in many chunks
     for c, ex in enumerate(extractions):
-        for topic, states in segment_states(ex, group_of):
+        for topic, states in segment_states(ex, group_of, keys):
             e = len(edge_chunk)
             edge_chunk.append(c)
             edge_text.append(topic)
