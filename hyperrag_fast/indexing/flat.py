@@ -56,20 +56,14 @@ class PartitionRecords:
     new_group_keys: list[str]
 
 
-def segment_states(ex: Extraction, group_of: GroupOf | None, keys: dict[str, str] | None = None
-                   ) -> Iterable[tuple[str, list[tuple[str, str, list[str]]]]]:
+def segment_states(ex: Extraction, group_of: GroupOf | None) -> Iterable[tuple[str, list[tuple[str, str, list[str]]]]]:
     """Per segment: (topic, [(group key, first name, distinct descriptions)]) in entity
-    order, names that normalise to "" dropped (the paper's per-chunk entity states).
-    ``keys``: name -> key of the names seen so far, kept across calls (the same keys)."""
+    order, names that normalise to "" dropped (the paper's per-chunk entity states)."""
     for seg in ex.segments:
         local: dict[str, int] = {}
         states: list[tuple[str, str, list[str]]] = []
         for name, desc in seg.entities:
-            key = keys.get(name) if keys is not None else None
-            if key is None:
-                key = normalize_name(name)
-                if keys is not None:
-                    keys[name] = key
+            key = normalize_name(name)
             if not key:
                 continue
             gkey = group_of(key) if group_of is not None else key

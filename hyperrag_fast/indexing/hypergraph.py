@@ -99,9 +99,8 @@ def build_hypergraph(
         nc_chunk.append(c)
         return v
 
-    keys: dict[str, str] = {}  # name -> key: a name recurs in many chunks
     for c, ex in enumerate(extractions):
-        for topic, states in segment_states(ex, group_of, keys):
+        for topic, states in segment_states(ex, group_of):
             e = len(edge_chunk)
             edge_chunk.append(c)
             edge_text.append(topic)
