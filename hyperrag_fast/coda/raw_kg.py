@@ -185,9 +185,7 @@ class RawKG:
         keys: dict[str, str] = {}  # name -> its key: a relation's ends are names seen before
 
         def entity(name: str, typ: str | None, desc: str, c: int) -> int | None:
-            key = keys.get(name)
-            if key is None:
-                key = keys[name] = normalize_name(name)
+            key = keys.get(name) or keys.setdefault(name, normalize_name(name))
             if not key:
                 return None
             i = index.get(key)
