@@ -142,9 +142,16 @@ def _build_missing(index_dir: str | os.PathLike, index, structures: Sequence[str
     unknown = sorted(set(missing) - set(STRUCTURES))
     if unknown:
         raise ValueError(f"unknown structure(s) {unknown}; known: {STRUCTURES}")
-    from .publish_linked import publish_prebuilt
+    from .publish_linked import SyncBehind, publish_prebuilt
 
     def write(root: Path) -> None:  # each structure built, written, then let go: bounded memory
+        sync = SyncBehind()  # files fsynced behind the build (the seal's fsync still runs)
+        try:
+            build(root, sync)
+        finally:
+            sync.wait()
+
+    def build(root: Path, sync) -> None:
         table = None
         for s in sorted(missing, key=lambda s: s == "consolidated"):  # coda first
             if s.startswith("merge_"):
@@ -152,7 +159,7 @@ def _build_missing(index_dir: str | os.PathLike, index, structures: Sequence[str
             elif s == "coda":
                 from .coda.system import build_coda
                 coda = build_coda(index, assemble=False)  # the graphs: written as assembled
-                coda.save(root / "coda", release=True)  # then let go: bounded memory
+                coda.save(root / "coda", release=True, written=sync.folder)  # then let go
                 table = coda.table
                 del coda
                 trim_heap()

@@ -44,6 +44,9 @@ def _seq(name: str) -> int | None:
 
 
 # ------------------------------------------------------------------- files
+_FSYNC_THREADS = 8  # fsyncs in flight at once (32 files: 0.13 s one by one, 0.02 s on 8)
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -322,11 +325,13 @@ def _write_generation(gen: Path, s: StoredIndex,
 
 
 def _seal_and_sync(gen: Path, manifest: dict, files: list[Path]) -> None:
-    """Write the manifest and its seal, then fsync every file and folder of ``gen``."""
-    for p in [*files, *write_manifest(gen, manifest)]:
-        _fsync_path(p)
-    for d in {p.parent for p in files} | {gen}:
-        _fsync_path(d)
+    """Write the manifest and its seal, then fsync every file, then every folder, of
+    ``gen``, on a few threads: each fsync waits for a flush of the disk's cache (~4 ms
+    here, written data or not), which fsyncs in flight together share."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(_FSYNC_THREADS) as pool:
+        list(pool.map(_fsync_path, [*files, *write_manifest(gen, manifest)]))
+        list(pool.map(_fsync_path, {p.parent for p in files} | {gen}))
 
 
 def _link(src: Path, dst: Path, rels) -> list[Path]:

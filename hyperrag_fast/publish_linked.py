@@ -14,7 +14,7 @@ from typing import Callable
 from .checksums import FAST, SEAL, file_digest, manifest_checksums, verify_files
 from .config import LOCK_TIMEOUT_S
 from .errors import IndexCorruptedError, IndexMismatchError
-from .publish import (_clean, _kill_point, _link, _next_generation, _publish,
+from .publish import (_clean, _fsync_path, _kill_point, _link, _next_generation, _publish,
                       _remove_leftovers, _seal_and_sync, writer_lock)
 from .store import _read_manifest_at, generation_dir
 
@@ -60,6 +60,30 @@ def _verify_prebuilt(gen: Path, sums: dict[str, str]) -> None:
 
 
 # ------------------------------------------------------------------- prebuilt structures
+class SyncBehind:
+    """fsync, on one background thread, the files under the folders handed to
+    :meth:`folder` as a build step finishes them, while it goes on making the next
+    (a step's files are hundreds of MB: the seal's fsync then finds them written). Only
+    a head start: :func:`publish_prebuilt` still fsyncs every file before publishing
+    (docs/architecture.md §7)."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+        self._pool, self._done = ThreadPoolExecutor(1), []
+
+    def folder(self, d: Path) -> None:
+        files = sorted(p for p in Path(d).rglob("*") if p.is_file())  # those written now
+        self._done.append(self._pool.submit(lambda: [_fsync_path(p) for p in files]))
+
+    def wait(self) -> None:
+        """Wait for the syncs handed so far (their errors raised here)."""
+        try:
+            for f in self._done:
+                f.result()
+        finally:
+            self._pool.shutdown()
+
+
 def publish_prebuilt(path: str | os.PathLike, built_from: str | os.PathLike | None,
                      write: Callable[[Path], None], keep=(),
                      timeout: float = LOCK_TIMEOUT_S) -> Path:

@@ -686,3 +686,44 @@ def test_lazy_build_saved_releasing_writes_the_eager_files(index, tmp_path):
     for m in (ma, mb):
         m.pop("build_s"), m.pop("stages")
     assert ma == mb
+
+
+def test_merge_table_file_is_asdicts_json(tmp_path):
+    """The saved table is ``json.dumps`` of the rows' ``dataclasses.asdict`` (the bytes
+    saved before the rows were written without asdict's deep copy)."""
+    from dataclasses import asdict
+    t = MergeTable([MergeRow("a", "b", MERGE, "why", 0.91, "rule"),
+                    MergeRow("c", "d é", KEEP, "alias seen 2x", float("nan"), "alias")],
+                   {"a": 2.0, "b": 1.0})
+    t.save(tmp_path / "t.json")
+    want = json.dumps({"rows": [asdict(r) for r in t.rows], "weights": t.weights}, indent=0)
+    assert (tmp_path / "t.json").read_text(encoding="utf-8") == want
+
+
+def test_save_hands_each_written_folder_to_the_syncer(index, tmp_path, monkeypatch):
+    """``save(written=...)`` names the raw files' folder, then each graph's, once written;
+    :class:`SyncBehind` fsyncs the files there behind and raises a failed sync at ``wait``."""
+    import hyperrag_fast.publish_linked as pl
+    seen, synced = [], []
+    real = pl._fsync_path
+    monkeypatch.setattr(pl, "_fsync_path", lambda p: (synced.append(p), real(p)))
+    sync = pl.SyncBehind()
+
+    def written(d):
+        seen.append((d.relative_to(tmp_path).as_posix(), sorted(p.name for p in d.iterdir())))
+        sync.folder(d)
+
+    d = build_coda(index, assemble=False).save(tmp_path / "c", release=True, written=written)
+    sync.wait()
+    assert [s[0] for s in seen] == ["c", "c/graph", "c/base_graph"]
+    assert "raw.json" in seen[0][1] and "merge_table.json" in seen[0][1]
+    assert "graph" not in seen[0][1] and "texts.json" in seen[1][1]
+    assert sorted(synced) == sorted(p for p in d.rglob("*") if p.is_file())
+
+    def fail(p):
+        raise OSError(5, "I/O error", str(p))
+    monkeypatch.setattr(pl, "_fsync_path", fail)
+    bad = pl.SyncBehind()
+    bad.folder(d / "graph")
+    with pytest.raises(OSError, match="I/O error"):
+        bad.wait()

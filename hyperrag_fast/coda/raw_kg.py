@@ -182,9 +182,10 @@ class RawKG:
         names, types = _Tally(), _Tally()
         rindex: dict[tuple[int, int], int] = {}
         rdesc, rkw, rchunks = _Lists(), _Lists(), _Lists()
+        keys: dict[str, str] = {}  # name -> its key: a relation's ends are names seen before
 
         def entity(name: str, typ: str | None, desc: str, c: int) -> int | None:
-            key = normalize_name(name)
+            key = keys.get(name) or keys.setdefault(name, normalize_name(name))
             if not key:
                 return None
             i = index.get(key)

@@ -65,16 +65,21 @@ class CodaSystem:
                                  self.table.group_of(), self.frp)
         return self.graph
 
-    def save(self, path: str | Path, release: bool = False) -> Path:
+    def save(self, path: str | Path, release: bool = False,
+             written: Callable[[Path], None] | None = None) -> Path:
         """Write the raw KG, its vectors, ``meta.json`` and ``merge_table.json`` (what a
         changed table is applied to) and the assembled graphs a query opens
         (``graph/``: consolidated; ``base_graph/``: no merge). ``release`` (the build
         step; the caller drops the system next): no graph is held (``graph`` is None
         after), each is written array by array as it is assembled, and the raw vectors
         are memory maps of the files just written, read as a graph needs them: the build
-        step's peak memory (docs/architecture.md §7)."""
+        step's peak memory (docs/architecture.md §7). ``written(folder)`` is called as
+        the raw files, then each graph's folder, are written (e.g.
+        :class:`~hyperrag_fast.publish_linked.SyncBehind`)."""
         d = save_raw(path, self.raw, self.raw_ent_vec, self.raw_rel_vec, self.meta)
         self.table.save(d / MERGE_FILE)
+        if written is not None:
+            written(d)
         if release:  # the vectors are read back from the files as each graph needs them
             self.graph, self._base = None, None
             self.raw_ent_vec, self.raw_rel_vec = load_raw_vectors(d)
@@ -90,6 +95,8 @@ class CodaSystem:
             write_graph(d / sub, self.raw.n_chunks, parts)
             del parts
             trim_heap()
+            if written is not None:
+                written(d / sub)
         return d
 
 
