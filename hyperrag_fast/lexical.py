@@ -21,8 +21,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .engine import chunk_group_best, recip_rank
-from .kernels.lexical import bm25_topk
+from .engine import chunk_group_best, idf_postings, recip_rank
+from .kernels.lexical import bm25_topk, residual_terms
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"(?u)\b\w+\b")  # indexing.lexical.TOKEN_PATTERN
@@ -336,10 +336,16 @@ class BM25:
         self._local = threading.local()
 
     def terms(self, query: str) -> np.ndarray:
-        """Ascending column ids of the distinct known terms of ``query``."""
-        v = self._vocab
-        return np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
-                        dtype=np.int64)
+        """Ascending column ids of the distinct known terms of ``query``. The last query's
+        are kept per thread (one question asks up to four times): the same array, not to
+        be modified."""
+        memo = self._local
+        if getattr(memo, "query", None) != query:
+            v = self._vocab
+            memo.terms = np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
+                                  dtype=np.int64)
+            memo.query = query
+        return memo.terms
 
     def postings(self, query: str) -> list[np.ndarray]:
         """Per distinct known term of ``query`` (:meth:`terms` order), the documents
@@ -347,17 +353,18 @@ class BM25:
         ptr, idx, _ = self._csc
         return [idx[ptr[t]:ptr[t + 1]] for t in self.terms(query)]
 
+    def term_postings(self, query: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`postings` without a copy: (indptr, indices, :meth:`terms`), term t's
+        documents being ``indices[indptr[t]:indptr[t + 1]]``."""
+        return self._csc[0], self._csc[1], self.terms(query)
+
     def residual_cover(self, query: str, cq: np.ndarray, t0: int) -> np.ndarray:
         """Per document of ``cq``: the idf-weighted share (ln(1 + N / df)) of the distinct
         known terms of ``query`` it holds and document ``t0`` lacks (the ``rank_links``
         column "residual_cover", docs/architecture.md §5; ``t0`` itself 0)."""
-        out, tot, c = np.zeros(cq.shape[0]), 0.0, np.append(np.asarray(cq, np.int64), t0)
-        for p in self.postings(query):  # ascending ids: membership by binary search, no sort
-            w = math.log1p(self.n_docs / max(p.size, 1))
-            tot += w
-            has = p[np.minimum(np.searchsorted(p, c), p.size - 1)] == c if p.size else np.zeros(c.size, bool)
-            if not has[-1]:
-                out += w * has[:-1]
+        ptr, idx, terms, w = idf_postings(self, query, math.log1p)
+        out = np.zeros(cq.shape[0])
+        tot = residual_terms(ptr, idx, terms, w, np.append(np.asarray(cq, np.int64), t0), 1, out)
         return out / tot if tot > 0 else out
 
     def scores(self, query: str) -> np.ndarray:
