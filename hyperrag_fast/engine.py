@@ -18,6 +18,7 @@ from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, STIBP_DIVISOR, StitchOpt
 from .kernels import params as P
 from .kernels.layout import IndexArrays
 from .kernels.lexical import held_terms, residual_terms
+from .kernels.links import group_best
 from .kernels.query import check_inputs, stitch_query
 from .kernels.scratch import new_scratch
 
@@ -52,13 +53,8 @@ def csr_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.
 def chunk_group_best(g, chunks: np.ndarray, groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per chunk of ``chunks``: the largest ``weights[k]`` over its nodes' name groups found
     in the sorted ``groups`` (0 when none; docs/architecture.md §5, "Ranker features inside C_q")."""
-    top = np.zeros(chunks.shape[0])
-    if groups.size and chunks.size:
-        nodes, row = csr_rows(g.chunk_ptr, g.chunk_nodes, chunks)
-        grp = g.node_group[nodes]
-        j = np.minimum(np.searchsorted(groups, grp), groups.size - 1)
-        np.maximum.at(top, row, np.where(groups[j] == grp, weights[j], 0.0))
-    return top
+    return group_best(g.chunk_ptr, g.chunk_nodes, g.node_group, np.ascontiguousarray(chunks, np.int64),
+                      np.ascontiguousarray(groups, np.int64), np.ascontiguousarray(weights, np.float64))
 
 
 def recip_rank(v: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 
 from .engine import chunk_group_best, idf_postings, recip_rank
 from .kernels.lexical import bm25_topk, residual_terms
+from .kernels.links import member_of
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"(?u)\b\w+\b")  # indexing.lexical.TOKEN_PATTERN
@@ -145,7 +146,7 @@ class GroupLookup:
         n-grams are kept per thread: one query asks for them several times."""
         memo = self._local
         if getattr(memo, "text", None) != text:
-            memo.text, memo.words, memo.by_n = text, normalize_name(text).split(), {}
+            memo.text, memo.words, memo.by_n, memo.groups = text, normalize_name(text).split(), {}, {}
         words, by_n, out = memo.words, memo.by_n, []
         for n in range(min_n, min(max_n, self.max_words) + 1):
             got = by_n.get(n)
@@ -153,6 +154,16 @@ class GroupLookup:
                 got = by_n[n] = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
             out += got
         return out
+
+    def text_groups(self, text: str, min_n: int = 1) -> list[int]:
+        """``groups_of_keys(ngram_keys(text, min_n=min_n))`` (a new list), kept per thread
+        with the text's n-grams."""
+        if getattr(self._local, "text", None) != text:
+            self.ngram_keys(text, max_n=0)  # a new text: its memo
+        got = self._local.groups.get(min_n)
+        if got is None:
+            got = self._local.groups[min_n] = self.groups_of_keys(self.ngram_keys(text, min_n=min_n))
+        return list(got)
 
     def bridge_titles(self, cq: np.ndarray, top: np.ndarray, qgroups: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -234,8 +245,8 @@ def _unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.isin(a, b)`` for a short ``b`` (one comparison per pair, no sort)."""
-    return (a[:, None] == b[None, :]).any(axis=1) if a.size and b.size else np.zeros(a.shape[0], bool)
+    """``np.isin(a, b)`` for a short ``b`` (one comparison per pair, no sort; compiled)."""
+    return member_of(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64))
 
 
 def top_links(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int, names, bridge) -> dict:
@@ -311,13 +322,12 @@ def question_groups(text: str, lookup: GroupLookup, mode: str, ngram_min_words: 
     one that is a chunk title's name."""
     if mode == "none":
         return []
-    keys = lookup.ngram_keys(text, min_n=ngram_min_words)
     extra: list[int] = []  # groups matched by the rule for short n-grams
     if title_words and ngram_min_words > 1:
         titles = lookup.title_keys()
         short = lookup.ngram_keys(text, max_n=ngram_min_words - 1)
         extra += lookup.groups_of_keys([k for k in short if k in titles])
-    return sorted(set(lookup.groups_of_keys(keys)) | set(extra))
+    return sorted(set(lookup.text_groups(text, ngram_min_words)) | set(extra))
 
 
 class BM25:

@@ -1,5 +1,6 @@
-"""``kernels.lexical``' term-share kernels (``residual_terms``, ``held_terms``) against their
-slow NumPy twins, the per-term loops they replaced: the same floats, bit for bit."""
+"""``kernels.lexical``' term-share kernels (``residual_terms``, ``held_terms``) and ``kernels.links``'
+steps (``member_of``, ``group_best``) against their slow NumPy twins, the code they replaced:
+the same values, bit for bit."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.kernels.lexical import held_terms, residual_terms
+from hyperrag_fast.kernels.links import group_best, member_of
 
 
 def residual_twin(posts, w, c, n_src):
@@ -62,3 +64,37 @@ def test_held_terms_equal_the_twin(seed):
     rng, n_docs, ptr, idx, terms, posts, w = _case(seed)
     ids = rng.integers(-1, n_docs + 2, int(rng.integers(0, 4))).astype(np.int64)
     assert held_terms(ptr, idx, terms, w, ids) == held_twin(posts, w, ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-3, 12), max_size=30), st.lists(st.integers(-3, 12), max_size=6))
+def test_member_of_is_isin(a, b):
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    assert np.array_equal(member_of(a, b), np.isin(a, b))
+
+
+def group_best_twin(ptr, nodes, node_group, chunks, groups, weights):
+    """``engine.chunk_group_best`` before the kernel: one scatter-max over every node."""
+    top = np.zeros(chunks.shape[0])
+    if groups.size and chunks.size:
+        row = np.repeat(np.arange(chunks.size), ptr[chunks + 1] - ptr[chunks])
+        grp = node_group[np.concatenate([nodes[ptr[c]:ptr[c + 1]] for c in chunks.tolist()])]
+        j = np.minimum(np.searchsorted(groups, grp), groups.size - 1)
+        np.maximum.at(top, row, np.where(groups[j] == grp, weights[j], 0.0))
+    return top
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_group_best_equals_the_twin(seed):
+    rng = np.random.default_rng(seed)
+    n_chunks, n_groups = int(rng.integers(1, 9)), int(rng.integers(1, 7))
+    sizes = rng.integers(0, 5, n_chunks)
+    ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    nodes = rng.permutation(int(ptr[-1])).astype(np.int64)
+    node_group = rng.integers(0, n_groups, int(ptr[-1])).astype(np.int32)
+    chunks = rng.integers(0, n_chunks, int(rng.integers(0, 8))).astype(np.int64)  # repeats allowed
+    groups = np.sort(rng.choice(n_groups, int(rng.integers(0, n_groups + 1)), replace=False)).astype(np.int64)
+    weights = rng.normal(size=groups.size)  # negative ones never beat the start value 0
+    want = group_best_twin(ptr, nodes, node_group, chunks, groups, weights)
+    assert np.array_equal(group_best(ptr, nodes, node_group, chunks, groups, weights), want)
