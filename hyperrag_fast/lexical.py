@@ -23,7 +23,7 @@ import numpy as np
 
 from .engine import chunk_group_best, idf_postings, recip_rank
 from .kernels.lexical import bm25_topk, residual_terms
-from .kernels.links import member_of
+from .kernels.links import member_of, title_hits
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"(?u)\b\w+\b")  # indexing.lexical.TOKEN_PATTERN
@@ -201,14 +201,9 @@ class GroupLookup:
             tg = tg[~(_member(tg, drop) | _member(tg, own))]  # B_t
             if not tg.size:
                 continue
-            e = _member(gid, tg)
-            hit = np.zeros(up.shape[0], bool)
-            hit[owner[_member(gram_groups, tg)]] = True  # a name of B_t inside the title
-            wd = e | hit | _member(up, by_name.get(tg)[1])  # ... or the title inside a name
-            other = up != pages[t]
-            w = 1.0 / (1.0 + j)
-            best_e = np.maximum(best_e, w * (e & other))
-            best_w = np.maximum(best_w, w * (wd & other))
+            # title group in B_t; or a name of B_t inside the title, or the title inside a name
+            title_hits(gid, gram_groups, owner, up, tg, by_name.get(tg)[1], int(pages[t]), 1.0 / (1.0 + j),
+                       best_e, best_w)
         exact[valid], words[valid] = best_e[inv], best_w[inv]
         return exact, words
 

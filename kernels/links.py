@@ -44,3 +44,38 @@ def group_best(chunk_ptr, chunk_nodes, node_group, chunks, groups, weights):
             if lo < m and groups[lo] == x and weights[lo] > top[i]:
                 top[i] = weights[lo]
     return top
+
+
+@jit
+def title_hits(gid, gram_groups, owner, up, tg, name_pages, page_t, w, best_e, best_w):
+    """One bridge source t of ``lexical.GroupLookup.bridge_titles`` (its weight ``w``, its
+    page ``page_t``, its bridge names ``tg``) over C_q's distinct pages ``up``: a page other
+    than t's whose title group ``gid[u]`` is in ``tg`` raises ``best_e[u]`` to w; one whose
+    title group is, or a title n-gram's group (``gram_groups``, page ``owner``) is, or that
+    is one of ``name_pages`` (the pages a name of ``tg`` holds as n-gram) raises ``best_w[u]``."""
+    n = up.shape[0]
+    hit = np.zeros(n, dtype=np.bool_)
+    for k in range(gram_groups.shape[0]):
+        x = gram_groups[k]
+        for j in range(tg.shape[0]):
+            if tg[j] == x:
+                hit[owner[k]] = True
+                break
+    for u in range(n):
+        if up[u] == page_t:
+            continue
+        e = False
+        for j in range(tg.shape[0]):
+            if tg[j] == gid[u]:
+                e = True
+                break
+        wd = e or hit[u]
+        if not wd:
+            for j in range(name_pages.shape[0]):
+                if name_pages[j] == up[u]:
+                    wd = True
+                    break
+        if e and w > best_e[u]:
+            best_e[u] = w
+        if wd and w > best_w[u]:
+            best_w[u] = w

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperrag_fast.kernels.lexical import held_terms, residual_terms
-from hyperrag_fast.kernels.links import group_best, member_of
+from hyperrag_fast.kernels.links import group_best, member_of, title_hits
 
 
 def residual_twin(posts, w, c, n_src):
@@ -98,3 +98,32 @@ def test_group_best_equals_the_twin(seed):
     weights = rng.normal(size=groups.size)  # negative ones never beat the start value 0
     want = group_best_twin(ptr, nodes, node_group, chunks, groups, weights)
     assert np.array_equal(group_best(ptr, nodes, node_group, chunks, groups, weights), want)
+
+
+def title_hits_twin(gid, gram_groups, owner, up, tg, name_pages, page_t, w, best_e, best_w):
+    """``GroupLookup.bridge_titles``' loop body before the kernel (new best_e, best_w)."""
+    e = np.isin(gid, tg)
+    hit = np.zeros(up.shape[0], bool)
+    hit[owner[np.isin(gram_groups, tg)]] = True
+    wd = e | hit | np.isin(up, name_pages)
+    other = up != page_t
+    return np.maximum(best_e, w * (e & other)), np.maximum(best_w, w * (wd & other))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_title_hits_equal_the_twin(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 8))
+    up = np.sort(rng.choice(20, n, replace=False)).astype(np.int64)
+    gid = rng.integers(-1, 6, n).astype(np.int64)  # -1: a page with no title group
+    owner = np.sort(rng.integers(0, max(n, 1), int(rng.integers(0, 12)) if n else 0)).astype(np.int64)
+    gram_groups = rng.integers(0, 6, owner.size).astype(np.int64)
+    tg = rng.integers(0, 6, int(rng.integers(1, 4))).astype(np.int64)
+    name_pages = rng.integers(0, 20, int(rng.integers(0, 4))).astype(np.int64)
+    page_t = int(rng.choice(up)) if n and rng.random() < 0.5 else 99
+    best_e, best_w = rng.random(n) * rng.integers(0, 2, n), rng.random(n) * rng.integers(0, 2, n)
+    w = float(1.0 / (1.0 + rng.integers(0, 3)))
+    want = title_hits_twin(gid, gram_groups, owner, up, tg, name_pages, page_t, w, best_e, best_w)
+    title_hits(gid, gram_groups, owner, up, tg, name_pages, page_t, w, best_e, best_w)
+    assert np.array_equal(best_e, want[0]) and np.array_equal(best_w, want[1])
