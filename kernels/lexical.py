@@ -51,16 +51,22 @@ def bm25_topk(indptr, indices, data, terms, k, acc, seen, out_ids, out_s):
 
 
 @inline_jit
-def _holds(ids, lo, hi, x):
-    """Whether ``x`` is in ``ids[lo:hi]`` (ascending): a lower-bound binary search."""
-    end = hi
+def lower_bound(ids, lo, hi, x):
+    """The first position in ``ids[lo:hi]`` (ascending) whose value is >= ``x`` (``hi``: none)."""
     while lo < hi:
         mid = (lo + hi) >> 1
         if ids[mid] < x:
             lo = mid + 1
         else:
             hi = mid
-    return lo < end and ids[lo] == x
+    return lo
+
+
+@inline_jit
+def _holds(ids, lo, hi, x):
+    """Whether ``x`` is in ``ids[lo:hi]`` (ascending): a binary search."""
+    i = lower_bound(ids, lo, hi, x)
+    return i < hi and ids[i] == x
 
 
 @jit

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
+from .lexical import lower_bound
 
 
 @jit
@@ -34,15 +35,9 @@ def group_best(chunk_ptr, chunk_nodes, node_group, chunks, groups, weights):
         c = chunks[i]
         for p in range(chunk_ptr[c], chunk_ptr[c + 1]):
             x = node_group[chunk_nodes[p]]
-            lo, hi = 0, m
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if groups[mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < m and groups[lo] == x and weights[lo] > top[i]:
-                top[i] = weights[lo]
+            j = lower_bound(groups, 0, m, x)
+            if j < m and groups[j] == x and weights[j] > top[i]:
+                top[i] = weights[j]
     return top
 
 
