@@ -17,11 +17,14 @@ from .hypergraph import ARRAY_FIELDS, Hypergraph
 from .config import PUSH_MAX_FRACTION, PUSH_MIN_CHUNKS, STIBP_DIVISOR, StitchOptions
 from .kernels import params as P
 from .kernels.layout import IndexArrays
+from .kernels.lexical import held_terms, residual_terms
+from .kernels.links import group_best
 from .kernels.query import check_inputs, stitch_query
 from .kernels.scratch import new_scratch
 
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0, dtype=np.float64)
+_EMPTY_PTR = np.zeros(1, dtype=np.int64)
 
 
 def unique(a: np.ndarray) -> np.ndarray:
@@ -50,13 +53,8 @@ def csr_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.
 def chunk_group_best(g, chunks: np.ndarray, groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per chunk of ``chunks``: the largest ``weights[k]`` over its nodes' name groups found
     in the sorted ``groups`` (0 when none; docs/architecture.md §5, "Ranker features inside C_q")."""
-    top = np.zeros(chunks.shape[0])
-    if groups.size and chunks.size:
-        nodes, row = csr_rows(g.chunk_ptr, g.chunk_nodes, chunks)
-        grp = g.node_group[nodes]
-        j = np.minimum(np.searchsorted(groups, grp), groups.size - 1)
-        np.maximum.at(top, row, np.where(groups[j] == grp, weights[j], 0.0))
-    return top
+    return group_best(g.chunk_ptr, g.chunk_nodes, g.node_group, np.ascontiguousarray(chunks, np.int64),
+                      np.ascontiguousarray(groups, np.int64), np.ascontiguousarray(weights, np.float64))
 
 
 def recip_rank(v: np.ndarray) -> np.ndarray:
@@ -66,17 +64,24 @@ def recip_rank(v: np.ndarray) -> np.ndarray:
     return out
 
 
+def idf_postings(bm25, text: str, log1p=np.log1p) -> tuple[np.ndarray, ...]:
+    """``bm25.term_postings(text)`` (indptr, indices, terms: the question's postings, no
+    copy) and per term its weight ``log1p(N / df)`` with the given ``log1p`` (``np.log1p``
+    and ``math.log1p`` may differ in the last bit: each column keeps its own); no terms
+    without a BM25 index."""
+    if bm25 is None:
+        return _EMPTY_PTR, _EMPTY_I, _EMPTY_I, _EMPTY_F
+    ptr, idx, terms = bm25.term_postings(text)
+    n = bm25.n_docs
+    w = [float(log1p(n / max(df, 1))) for df in (ptr[terms + 1] - ptr[terms]).tolist()]
+    return ptr, idx, terms, np.array(w, np.float64)
+
+
 def term_cover(bm25, text: str, ids) -> float:
     """The idf-weighted share (ln(1 + N / df)) of the distinct known terms of ``text`` that
     at least one document of ``ids`` holds (``HybridOptions.hop_round_cover``; 1 with no
     term or no BM25 index)."""
-    ids = np.asarray(ids, np.int64)
-    tot = held = 0.0
-    for p in (bm25.postings(text) if bm25 is not None else []):
-        w = float(np.log1p(bm25.n_docs / max(p.size, 1)))
-        tot += w
-        if p.size and ids.size and (p[np.minimum(np.searchsorted(p, ids), p.size - 1)] == ids).any():
-            held += w
+    held, tot = held_terms(*idf_postings(bm25, text), np.ascontiguousarray(ids, np.int64))
     return held / tot if tot > 0 else 1.0
 
 
@@ -129,13 +134,8 @@ def chain_links(eng, bm25, text: str, q: np.ndarray, r, t0: int, names, bridge) 
         hs[own] = -np.inf
         out["hop2_rank"] = np.where(own, 0.0, recip_rank(hs))
     if "residual_cover2" in names:  # BM25.residual_cover's loop with two sources (np.log1p: the grid's floats)
-        res, tot, c = np.zeros(n), 0.0, np.append(cq, [t0, t1])
-        for p in (bm25.postings(text) if bm25 is not None else []):
-            w = float(np.log1p(bm25.n_docs / max(p.size, 1)))
-            tot += w
-            has = p[np.minimum(np.searchsorted(p, c), p.size - 1)] == c if p.size else np.zeros(c.size, bool)
-            if not has[-1] and not has[-2]:
-                res += w * has[:-2]
+        res = np.zeros(n)
+        tot = residual_terms(*idf_postings(bm25, text), np.append(cq, [t0, t1]), 2, res)
         out["residual_cover2"] = np.where(own, 0.0, res / tot if tot > 0 else res)
     if "chain_bridge" in names:
         out["chain_bridge"] = np.where(own, 0.0, chunk_group_best(g, cq, *bridge(t1, t0)))
@@ -190,6 +190,7 @@ class StitchEngine:
         self._local = threading.local()
         self._weights: dict[tuple, tuple] = {}
         self._arrays: dict[tuple, IndexArrays] = {}
+        self._params: dict[StitchOptions, np.ndarray] = {}  # kernel_params per options (read only)
         self._lock = threading.Lock()
 
     def _derived(self, opts: StitchOptions) -> tuple[np.ndarray, np.ndarray]:
@@ -254,8 +255,10 @@ class StitchEngine:
         presets are in :mod:`hyperrag_fast.config`."""
         q, cn, cc, bonus, sn, sv = self.inputs(q, cand_nodes, cand_chunks, chunk_bonus,
                                                seed_nodes, seed_values)
-        o = stitch_query(self.index_arrays(options), self._scratch(), q, cn, cc, bonus, sn, sv,
-                         kernel_params(options), detail)
+        prm = self._params.get(options)
+        if prm is None:  # one vector per options (a query runs the kernel two or three times)
+            prm = self._params[options] = kernel_params(options)
+        o = stitch_query(self.index_arrays(options), self._scratch(), q, cn, cc, bonus, sn, sv, prm, detail)
         cd, nd = o.chunk_detail, o.node_detail
         return StitchResult(o.top_ids, o.top_scores, o.cq, cd[0], cd[1], cd[2], cd[3], o.node_ids,
                             nd[0], nd[1], nd[2], nd[3], o.edge_ids, o.edge_S, o.stats)

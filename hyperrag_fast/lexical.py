@@ -21,8 +21,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .engine import chunk_group_best, recip_rank
-from .kernels.lexical import bm25_topk
+from .engine import chunk_group_best, idf_postings, recip_rank
+from .kernels.lexical import bm25_topk, residual_terms
+from .kernels.links import member_of, title_hits
 
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"(?u)\b\w+\b")  # indexing.lexical.TOKEN_PATTERN
@@ -145,7 +146,7 @@ class GroupLookup:
         n-grams are kept per thread: one query asks for them several times."""
         memo = self._local
         if getattr(memo, "text", None) != text:
-            memo.text, memo.words, memo.by_n = text, normalize_name(text).split(), {}
+            memo.text, memo.words, memo.by_n, memo.groups = text, normalize_name(text).split(), {}, {}
         words, by_n, out = memo.words, memo.by_n, []
         for n in range(min_n, min(max_n, self.max_words) + 1):
             got = by_n.get(n)
@@ -153,6 +154,16 @@ class GroupLookup:
                 got = by_n[n] = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
             out += got
         return out
+
+    def text_groups(self, text: str, min_n: int = 1) -> list[int]:
+        """``groups_of_keys(ngram_keys(text, min_n=min_n))`` (a new list), kept per thread
+        with the text's n-grams."""
+        if getattr(self._local, "text", None) != text:
+            self.ngram_keys(text, max_n=0)  # a new text: its memo
+        got = self._local.groups.get(min_n)
+        if got is None:
+            got = self._local.groups[min_n] = self.groups_of_keys(self.ngram_keys(text, min_n=min_n))
+        return list(got)
 
     def bridge_titles(self, cq: np.ndarray, top: np.ndarray, qgroups: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -190,14 +201,9 @@ class GroupLookup:
             tg = tg[~(_member(tg, drop) | _member(tg, own))]  # B_t
             if not tg.size:
                 continue
-            e = _member(gid, tg)
-            hit = np.zeros(up.shape[0], bool)
-            hit[owner[_member(gram_groups, tg)]] = True  # a name of B_t inside the title
-            wd = e | hit | _member(up, by_name.get(tg)[1])  # ... or the title inside a name
-            other = up != pages[t]
-            w = 1.0 / (1.0 + j)
-            best_e = np.maximum(best_e, w * (e & other))
-            best_w = np.maximum(best_w, w * (wd & other))
+            # title group in B_t; or a name of B_t inside the title, or the title inside a name
+            title_hits(gid, gram_groups, owner, up, tg, by_name.get(tg)[1], int(pages[t]), 1.0 / (1.0 + j),
+                       best_e, best_w)
         exact[valid], words[valid] = best_e[inv], best_w[inv]
         return exact, words
 
@@ -234,8 +240,8 @@ def _unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.isin(a, b)`` for a short ``b`` (one comparison per pair, no sort)."""
-    return (a[:, None] == b[None, :]).any(axis=1) if a.size and b.size else np.zeros(a.shape[0], bool)
+    """``np.isin(a, b)`` for a short ``b`` (one comparison per pair, no sort; compiled)."""
+    return member_of(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64))
 
 
 def top_links(eng, bm25, text: str, q: np.ndarray, cq: np.ndarray, t0: int, names, bridge) -> dict:
@@ -311,13 +317,12 @@ def question_groups(text: str, lookup: GroupLookup, mode: str, ngram_min_words: 
     one that is a chunk title's name."""
     if mode == "none":
         return []
-    keys = lookup.ngram_keys(text, min_n=ngram_min_words)
     extra: list[int] = []  # groups matched by the rule for short n-grams
     if title_words and ngram_min_words > 1:
         titles = lookup.title_keys()
         short = lookup.ngram_keys(text, max_n=ngram_min_words - 1)
         extra += lookup.groups_of_keys([k for k in short if k in titles])
-    return sorted(set(lookup.groups_of_keys(keys)) | set(extra))
+    return sorted(set(lookup.text_groups(text, ngram_min_words)) | set(extra))
 
 
 class BM25:
@@ -336,10 +341,16 @@ class BM25:
         self._local = threading.local()
 
     def terms(self, query: str) -> np.ndarray:
-        """Ascending column ids of the distinct known terms of ``query``."""
-        v = self._vocab
-        return np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
-                        dtype=np.int64)
+        """Ascending column ids of the distinct known terms of ``query``. The last query's
+        are kept per thread (one question asks up to four times): the same array, not to
+        be modified."""
+        memo = self._local
+        if getattr(memo, "query", None) != query:
+            v = self._vocab
+            memo.terms = np.array(sorted({v[t] for t in _TOKEN.findall(query.lower()) if t in v}),
+                                  dtype=np.int64)
+            memo.query = query
+        return memo.terms
 
     def postings(self, query: str) -> list[np.ndarray]:
         """Per distinct known term of ``query`` (:meth:`terms` order), the documents
@@ -347,17 +358,18 @@ class BM25:
         ptr, idx, _ = self._csc
         return [idx[ptr[t]:ptr[t + 1]] for t in self.terms(query)]
 
+    def term_postings(self, query: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`postings` without a copy: (indptr, indices, :meth:`terms`), term t's
+        documents being ``indices[indptr[t]:indptr[t + 1]]``."""
+        return self._csc[0], self._csc[1], self.terms(query)
+
     def residual_cover(self, query: str, cq: np.ndarray, t0: int) -> np.ndarray:
         """Per document of ``cq``: the idf-weighted share (ln(1 + N / df)) of the distinct
         known terms of ``query`` it holds and document ``t0`` lacks (the ``rank_links``
         column "residual_cover", docs/architecture.md §5; ``t0`` itself 0)."""
-        out, tot, c = np.zeros(cq.shape[0]), 0.0, np.append(np.asarray(cq, np.int64), t0)
-        for p in self.postings(query):  # ascending ids: membership by binary search, no sort
-            w = math.log1p(self.n_docs / max(p.size, 1))
-            tot += w
-            has = p[np.minimum(np.searchsorted(p, c), p.size - 1)] == c if p.size else np.zeros(c.size, bool)
-            if not has[-1]:
-                out += w * has[:-1]
+        ptr, idx, terms, w = idf_postings(self, query, math.log1p)
+        out = np.zeros(cq.shape[0])
+        tot = residual_terms(ptr, idx, terms, w, np.append(np.asarray(cq, np.int64), t0), 1, out)
         return out / tot if tot > 0 else out
 
     def scores(self, query: str) -> np.ndarray:

@@ -1,10 +1,12 @@
 """BM25 query kernel: sum the document-term weight columns of the query's terms and keep
-the k best documents (the lexical prior term, docs/architecture.md §5), compiled and GIL-free."""
+the k best documents (the lexical prior term, docs/architecture.md §5), compiled and GIL-free;
+and the idf-weighted term shares of the ranker's cover columns and the round gate (one
+compiled pass over the question's postings instead of NumPy calls per term)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
+from ._config import inline_jit, jit
 from .dense import topk_ordered
 
 
@@ -46,3 +48,60 @@ def bm25_topk(indptr, indices, data, terms, k, acc, seen, out_ids, out_s):
     if kk > 0:
         topk_ordered(s[:n_pos], docs[:n_pos], kk, out_ids, out_s)
     return kk
+
+
+@inline_jit
+def lower_bound(ids, lo, hi, x):
+    """The first position in ``ids[lo:hi]`` (ascending) whose value is >= ``x`` (``hi``: none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ids[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@inline_jit
+def _holds(ids, lo, hi, x):
+    """Whether ``x`` is in ``ids[lo:hi]`` (ascending): a binary search."""
+    i = lower_bound(ids, lo, hi, x)
+    return i < hi and ids[i] == x
+
+
+@jit
+def residual_terms(indptr, indices, terms, w, c, n_src, out):
+    """Per term ``terms[t]`` (a column of the CSC (indptr, indices), ids ascending) that none
+    of the last ``n_src`` entries of ``c`` holds: ``out[i] += w[t]`` for every other entry
+    ``c[i]`` holding it, terms in order. Returns sum(w), added in term order
+    (``BM25.residual_cover``, ``engine.chain_links``' residual_cover2)."""
+    n = c.shape[0] - n_src
+    tot = 0.0
+    for t in range(terms.shape[0]):
+        tot += w[t]
+        lo, hi = indptr[terms[t]], indptr[terms[t] + 1]
+        src = False
+        for j in range(n, c.shape[0]):
+            if _holds(indices, lo, hi, c[j]):
+                src = True
+        if src:
+            continue
+        for i in range(n):
+            if _holds(indices, lo, hi, c[i]):
+                out[i] += w[t]
+    return tot
+
+
+@jit
+def held_terms(indptr, indices, terms, w, c):
+    """(sum of w[t] over the terms that at least one entry of ``c`` holds, sum of w), both
+    added in term order; the CSC as :func:`residual_terms` (``engine.term_cover``)."""
+    held = 0.0
+    tot = 0.0
+    for t in range(terms.shape[0]):
+        tot += w[t]
+        for j in range(c.shape[0]):
+            if _holds(indices, indptr[terms[t]], indptr[terms[t] + 1], c[j]):
+                held += w[t]
+                break
+    return held, tot

@@ -23,7 +23,9 @@ def _case(seed: int):
     vec = rng.normal(size=(n_chunks, 4)).astype(np.float32)
     eng = SimpleNamespace(graph=graph, chunk_vec=vec)
     posts = [np.sort(rng.choice(n_chunks, int(rng.integers(1, n_chunks + 1)), replace=False)) for _ in range(n_terms)]
-    bm25 = SimpleNamespace(n_docs=n_chunks, postings=lambda text: posts)
+    csc = (np.r_[0, np.cumsum([p.size for p in posts])].astype(np.int64),
+           np.concatenate(posts + [np.empty(0, np.int64)]).astype(np.int64), np.arange(len(posts), dtype=np.int64))
+    bm25 = SimpleNamespace(n_docs=n_chunks, postings=lambda text: posts, term_postings=lambda text: csc)
     bm25.residual_cover = lambda text, cq, t0: BM25.residual_cover(bm25, text, cq, t0)
     cq = rng.choice(n_chunks, int(rng.integers(1, n_chunks + 1)), replace=False).astype(np.int64)
     t0 = int(rng.choice(cq))

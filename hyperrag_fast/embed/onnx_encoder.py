@@ -147,6 +147,7 @@ class OnnxEncoder:
                                             providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.output_name = self.session.get_outputs()[0].name
+        self._output_names = [o.name for o in self.session.get_outputs()]  # what run(None) returns
         self._model_path = model_path  # its sha256 checked above (embed/layer_major.py cuts it)
 
     def __getstate__(self) -> dict:
@@ -182,10 +183,13 @@ class OnnxEncoder:
             return out
         encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         if len(encs) == 1:  # a query: no batching, padding or mask (the same values)
-            ids = np.asarray([encs[0].ids], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                     "token_type_ids": np.zeros_like(ids)}
-            hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+            ids = np.array([encs[0].ids], dtype=np.int64)
+            feeds = {"input_ids": ids}
+            if "attention_mask" in self._inputs:
+                feeds["attention_mask"] = np.ones_like(ids)
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self.session.run(self._output_names, feeds)[0]
             out[:] = hidden[:, 0] if self.pooling == "cls" else hidden.sum(axis=1) / np.float32(ids.shape[1])
             return l2_normalize(out)
         for idx in self._batches(np.array([len(e.ids) for e in encs])):

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..config import BRIDGE_TITLE_SOURCES, TOP_LINKS, DEFAULT_METHOD, HybridOptions, QueryOptions, StitchOptions
 from ..engine import chain_links, csr_rows, later_rounds, run_starts, term_cover, unique
+from ..kernels.links import member_of
 from ..lexical import question_groups, top_links
 from .base import OWN, MethodOutput, QueryState, missing
 from ..settings import CHAIN_LINKS
@@ -265,10 +266,9 @@ def title_shares(eng, q: np.ndarray, titled: list[np.ndarray],
 def _named_groups(lk, text: str, t: int) -> np.ndarray:
     """The name groups the question names (any n-gram) and the group of chunk ``t``'s own
     title: a bridge is a name the first hop adds (``hop_bridge``)."""
-    keys = lk.ngram_keys(text, min_n=1)
-    if lk.titles is not None:
-        keys.append(lk.titles.page_key(t))
-    return np.asarray(lk.groups_of_keys(keys), np.int64)
+    got = lk.text_groups(text, 1)
+    own = lk.groups_of_keys([lk.titles.page_key(t)]) if lk.titles is not None else []
+    return np.asarray(sorted(set(got).union(own)) if own else got, np.int64)
 
 
 def bridge_groups(eng, q: np.ndarray, t: int, named: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -279,7 +279,7 @@ def bridge_groups(eng, q: np.ndarray, t: int, named: np.ndarray) -> tuple[np.nda
     g = eng.graph
     t_nodes = g.chunk_nodes[g.chunk_ptr[t]:g.chunk_ptr[t + 1]]
     t_groups = g.node_group[t_nodes]
-    keep = ~(t_groups[:, None] == np.asarray(named)[None, :]).any(axis=1)  # np.isin, no sort
+    keep = ~member_of(np.ascontiguousarray(t_groups, np.int64), np.ascontiguousarray(named, np.int64))  # np.isin, no sort
     if not keep.any():
         return np.empty(0, np.int64), np.empty(0)
     sim = np.maximum((eng.node_vec[t_nodes].astype(np.float64) * q).sum(axis=1), 0.0)
