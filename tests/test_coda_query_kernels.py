@@ -5,7 +5,8 @@ repeated rows, and the query-side pieces built on them (``QuerySims.release``,
 ``CodaRetriever._dense_pool``, ``select_lazy_facts``), ``_held`` (the question terms each
 candidate holds) and ``cover_greedy`` (``cover_weight``, session 17), ``best_sentences``
 (``fact_weight``) and ``dot_gather_ahead`` (session 18), ``sentence_bounds`` (the int8 bound
-of ``best_sentences`` that ``select_lazy_facts`` asks, session 20)."""
+of ``best_sentences`` that ``select_lazy_facts`` asks) and ``functional_topk_coded``
+(session 20)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -19,7 +20,7 @@ from hyperrag_fast.coda.fast import GraphSims, QuerySims, best_sentence_sims, ch
 from hyperrag_fast.engine import csr_positions
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.coda.select import _cover, _held, select, select_lazy_facts
-from hyperrag_fast.kernels.coda_assoc import functional_topk, max_chunks
+from hyperrag_fast.kernels.coda_assoc import functional_topk, functional_topk_coded, max_chunks
 from hyperrag_fast.kernels.coda_facts import dot_gather_ahead, sentence_bounds
 from hyperrag_fast.kernels.dense import (CODE_SLACK, code_l1, code_topk, dot_gather, icode_topk,
                                          quantize_rows)
@@ -127,6 +128,25 @@ def test_functional_topk_ignores_row_order_and_repeats(n, d, m, k, seed):
     rows = rng.choice(n, size=n // 2 + 1, replace=False).astype(np.int64)
     a = functional_topk(frp, entries, k, np.sort(rows))
     b = functional_topk(frp, entries, k, np.concatenate([rows[::-1], rows]))
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+@SETTINGS
+@given(st.integers(2, 60), st.integers(1, 24), st.integers(0, 5), st.integers(0, 12),
+       st.integers(0, 2**32 - 1), st.sampled_from(["unit", "ints", "dup"]))
+def test_functional_topk_coded_is_functional_topk(n, d, m, k, seed, kind):
+    """``functional_topk_coded`` (int8 bounds first, float32 rescoring) = ``functional_topk``:
+    the same ids and floats, for unit rows (with zero rows), small-integer rows (ties)
+    and repeated rows, repeated and unordered ``rows``, no entries."""
+    rng = np.random.default_rng(seed)
+    frp = (rng.integers(-3, 4, size=(n, d)).astype(np.float32) if kind == "ints"
+           else _rows(rng, n, d, dup=kind == "dup"))
+    entries = rng.choice(n, size=min(m, n), replace=False).astype(np.int64)
+    rows = rng.integers(0, n, size=rng.integers(0, 2 * n)).astype(np.int64)
+    C, sc, l1 = codes(frp)
+    a = functional_topk(frp, entries, k, rows)
+    b = functional_topk_coded(frp, C, sc, l1, entries, k, rows)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
 

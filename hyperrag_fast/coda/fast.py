@@ -159,11 +159,12 @@ class Facts:
         """Tighter upper bounds of :meth:`best` from the rows' int8 codes
         (kernels/coda_facts.py ``sentence_bounds``: within ~0.03 on 2Wiki, a quarter of
         the bytes read), -1 for a chunk without sentences."""
-        if self._codes is None:
-            self._codes = codes(np.ascontiguousarray(self.V, np.float32))
-        C, sc, l1 = self._codes
+        if self._codes is None:  # in chunk order: a chunk's sentences are adjacent rows
+            self._codes = (*codes(np.ascontiguousarray(np.asarray(self.V)[self.order], np.float32)),
+                           np.arange(self.order.size, dtype=np.int64))
+        C, sc, l1, seq = self._codes
         out = np.empty(len(ids))
-        sentence_bounds(C, sc, l1, self.ptr, self.order, np.asarray(ids, np.int64),
+        sentence_bounds(C, sc, l1, self.ptr, seq, np.asarray(ids, np.int64),
                         np.ascontiguousarray(q, np.float32), out)
         return out
 
@@ -179,6 +180,8 @@ class GraphSims:
         self.rel_ord = np.argsort(self.of, kind="stable")  # distinct row -> its relations
         self.rel_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.of, minlength=self.rep.shape[0]))])
         self.ent_codes, self.rep_codes = codes(self.ent), codes(self.rep)
+        # FastRP rows' codes (kernels/coda_assoc.py functional_topk_coded)
+        self.frp_codes = codes(np.ascontiguousarray(g.frp, np.float32))
         self._spare = threading.local()  # per thread: NaN similarity arrays for reuse
         self.ent_mom = moments(self.ent) if self.n_ent else None
         self.rel_mom = (moments(self.rep, np.bincount(self.of, minlength=self.rep.shape[0]))

@@ -56,7 +56,7 @@ from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
 from ..engine import csr_positions
-from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations,
+from ..kernels.coda_assoc import (align_chunks, functional_topk_coded, induced_relations,
                                   semantic_expand, weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
@@ -225,10 +225,10 @@ class CodaRetriever:
             ents.append((ce, 2))
             rels.append((induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce), 2))
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
-            if S is not None:  # one compiled pass, no score vector
+            if S is not None:  # compiled, no score vector; int8 bounds first (fast.py)
                 rows = (touched if o.functional_scope == "touched" and touched is not None
                         else self._all_ents)
-                fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
+                fe, _ = functional_topk_coded(self._frp, *S.gs.frp_codes, e0, o.k_functional, rows)
             else:
                 fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
                 fe = top_k_desc(fs, o.k_functional, exclude=e0)
