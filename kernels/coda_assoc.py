@@ -200,6 +200,24 @@ def _max_dot(V, E, i):
 
 
 @jit
+def _rows_in_order(n, rows, entries, on):
+    """(the distinct ``rows`` not in ``entries``, ascending, in ``idx[:c0]``; c0), c0 = 0
+    when not ``on``."""
+    take = np.zeros(n, dtype=np.bool_)
+    for t in range(rows.shape[0]):
+        take[rows[t]] = True
+    for j in range(entries.shape[0]):
+        take[entries[j]] = False
+    idx = np.empty(rows.shape[0], dtype=np.int64)
+    c0 = 0
+    for i in range(n if on else 0):
+        if take[i]:
+            idx[c0] = i
+            c0 += 1
+    return idx, c0
+
+
+@jit
 def functional_topk(frp, entries, k, rows):
     """Functional association without a dense score vector (``sims="lazy"``,
     docs/architecture.md §7): the ``k`` rows i of ``rows`` (repeats allowed; outside ``entries``)
@@ -208,21 +226,12 @@ def functional_topk(frp, entries, k, rows):
     n, d = frp.shape
     m = entries.shape[0]
     E = np.empty((m, d), dtype=np.float32)
-    take = np.zeros(n, dtype=np.bool_)
-    for t in range(rows.shape[0]):
-        take[rows[t]] = True
     for j in range(m):
         E[j] = frp[entries[j]]
-        take[entries[j]] = False
     # rows in id order (the selection is order-free: score, then id): the FastRP rows are
     # read forward through memory (2Wiki: 1.7 -> 1.3 ms), each asked for FRP_AHEAD rows
     # before its dots (kernels/prefetch.py; 2Wiki: 0.95 -> 0.75 ms)
-    idx = np.empty(rows.shape[0], dtype=np.int64)
-    c0 = 0
-    for i in range(n if k > 0 else 0):
-        if take[i]:
-            idx[c0] = i
-            c0 += 1
+    idx, c0 = _rows_in_order(n, rows, entries, k > 0)
     kk = max(k, 1)
     ids = np.empty(kk, dtype=np.int64)
     s = np.empty(kk, dtype=np.float32)
@@ -270,13 +279,9 @@ def functional_topk_coded(frp, C, scale, l1, entries, k, rows):
     n, d = frp.shape
     m = entries.shape[0]
     E = np.empty((m, d), dtype=np.float32)
-    take = np.zeros(n, dtype=np.bool_)
-    for t in range(rows.shape[0]):
-        take[rows[t]] = True
     qmax = q1 = 0.0
     for j in range(m):
         E[j] = frp[entries[j]]
-        take[entries[j]] = False
         r1 = 0.0
         for u in range(d):
             qmax = max(qmax, abs(E[j, u]))
@@ -287,12 +292,7 @@ def functional_topk_coded(frp, C, scale, l1, entries, k, rows):
     for j in range(m):
         for u in range(d):
             Q[j, u] = np.int8(min(127.0, max(-127.0, np.rint(E[j, u] / sq))))
-    idx = np.empty(rows.shape[0], dtype=np.int64)  # rows in id order (functional_topk)
-    c0 = 0
-    for i in range(n if k > 0 and m > 0 else 0):
-        if take[i]:
-            idx[c0] = i
-            c0 += 1
+    idx, c0 = _rows_in_order(n, rows, entries, k > 0 and m > 0)  # as functional_topk
     A = np.empty((c0, m), dtype=np.int32)
     _icode_rows(C, idx[:c0], Q, A)
     mx = np.empty(c0)
