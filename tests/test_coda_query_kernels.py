@@ -181,7 +181,8 @@ def test_query_sims_release_resets_and_reuses_the_arrays():
     rng = np.random.default_rng(0)
     rel_vec = SimpleNamespace(rep=rng.standard_normal((5, 8)).astype(np.float32),
                               of=rng.integers(0, 5, size=12))
-    g = SimpleNamespace(ent_vec=rng.standard_normal((30, 8)).astype(np.float32), rel_vec=rel_vec)
+    g = SimpleNamespace(ent_vec=rng.standard_normal((30, 8)).astype(np.float32), rel_vec=rel_vec,
+                        frp=np.zeros((30, 4), np.float32))  # GraphSims codes it
     gs = GraphSims(g)
     q = rng.standard_normal(8).astype(np.float32)
     S = QuerySims(gs, q)
