@@ -4,7 +4,9 @@ top-k), ``code_l1``, ``max_chunks`` (``align_pool="max"``), ``functional_topk`` 
 repeated rows, and the query-side pieces built on them (``QuerySims.release``,
 ``CodaRetriever._dense_pool``, ``select_lazy_facts``), ``_held`` (the question terms each
 candidate holds) and ``cover_greedy`` (``cover_weight``, session 17), ``best_sentences``
-(``fact_weight``) and ``dot_gather_ahead`` (session 18)."""
+(``fact_weight``) and ``dot_gather_ahead`` (session 18), ``sentence_bounds`` (the int8 bound
+of ``best_sentences`` that ``select_lazy_facts`` asks) and ``functional_topk_coded``
+(session 20)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -18,9 +20,10 @@ from hyperrag_fast.coda.fast import GraphSims, QuerySims, best_sentence_sims, ch
 from hyperrag_fast.engine import csr_positions
 from hyperrag_fast.coda.retrieve import CodaOptions, CodaRetriever
 from hyperrag_fast.coda.select import _cover, _held, select, select_lazy_facts
-from hyperrag_fast.kernels.coda_assoc import functional_topk, max_chunks
-from hyperrag_fast.kernels.coda_facts import dot_gather_ahead
-from hyperrag_fast.kernels.dense import code_l1, code_topk, dot_gather, icode_topk, quantize_rows
+from hyperrag_fast.kernels.coda_assoc import functional_topk, functional_topk_coded, max_chunks
+from hyperrag_fast.kernels.coda_facts import dot_gather_ahead, sentence_bounds
+from hyperrag_fast.kernels.dense import (CODE_SLACK, code_l1, code_topk, dot_gather, icode_topk,
+                                         quantize_rows)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -129,6 +132,25 @@ def test_functional_topk_ignores_row_order_and_repeats(n, d, m, k, seed):
     np.testing.assert_array_equal(a[1], b[1])
 
 
+@SETTINGS
+@given(st.integers(2, 60), st.integers(1, 24), st.integers(0, 5), st.integers(0, 12),
+       st.integers(0, 2**32 - 1), st.sampled_from(["unit", "ints", "dup"]))
+def test_functional_topk_coded_is_functional_topk(n, d, m, k, seed, kind):
+    """``functional_topk_coded`` (int8 bounds first, float32 rescoring) = ``functional_topk``:
+    the same ids and floats, for unit rows (with zero rows), small-integer rows (ties)
+    and repeated rows, repeated and unordered ``rows``, no entries."""
+    rng = np.random.default_rng(seed)
+    frp = (rng.integers(-3, 4, size=(n, d)).astype(np.float32) if kind == "ints"
+           else _rows(rng, n, d, dup=kind == "dup"))
+    entries = rng.choice(n, size=min(m, n), replace=False).astype(np.int64)
+    rows = rng.integers(0, n, size=rng.integers(0, 2 * n)).astype(np.int64)
+    C, sc, l1 = codes(frp)
+    a = functional_topk(frp, entries, k, rows)
+    b = functional_topk_coded(frp, C, sc, l1, entries, k, rows)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
 class _Holder:
     """What ``CodaRetriever._dense_pool`` reads of its retriever."""
 
@@ -159,7 +181,8 @@ def test_query_sims_release_resets_and_reuses_the_arrays():
     rng = np.random.default_rng(0)
     rel_vec = SimpleNamespace(rep=rng.standard_normal((5, 8)).astype(np.float32),
                               of=rng.integers(0, 5, size=12))
-    g = SimpleNamespace(ent_vec=rng.standard_normal((30, 8)).astype(np.float32), rel_vec=rel_vec)
+    g = SimpleNamespace(ent_vec=rng.standard_normal((30, 8)).astype(np.float32), rel_vec=rel_vec,
+                        frp=np.zeros((30, 4), np.float32))  # GraphSims codes it
     gs = GraphSims(g)
     q = rng.standard_normal(8).astype(np.float32)
     S = QuerySims(gs, q)
@@ -178,10 +201,13 @@ def test_query_sims_release_resets_and_reuses_the_arrays():
 
 @SETTINGS
 @given(st.integers(1, 120), st.integers(0, 10), st.integers(0, 2**32 - 1),
-       st.sampled_from(["plain", "dedup", "cover", "mmr"]), st.booleans())
-def test_lazy_facts_select_as_over_all_candidates(n, top_k, seed, mode, ties):
+       st.sampled_from(["plain", "dedup", "cover", "mmr"]), st.booleans(),
+       st.sampled_from([None, 0.0, 0.05, 1.0]))
+def test_lazy_facts_select_as_over_all_candidates(n, top_k, seed, mode, ties, slack):
     """``select_lazy_facts`` = ``select`` over ``score + fact_weight * best`` of every
-    candidate: the same chunks, order and scores (``ties``: equal scores and facts)."""
+    candidate: the same chunks, order and scores (``ties``: equal scores and facts), with
+    or without a tighter bound ``bound_of`` (``slack``: its largest excess over ``best``,
+    0: exact); ``best_of`` and ``bound_of`` are asked at most once per candidate."""
     rng = np.random.default_rng(seed)
     n_chunks = 3 * n
     ids = rng.choice(n_chunks, size=n, replace=False).astype(np.int64)
@@ -196,9 +222,18 @@ def test_lazy_facts_select_as_over_all_candidates(n, top_k, seed, mode, ties):
                     diversity=0.3 if mode == "mmr" else 0.0)
     post = ([rng.choice(n_chunks, size=rng.integers(1, n_chunks), replace=False)
              for _ in range(rng.integers(0, 4))] if mode == "cover" else None)
+    tight = np.minimum(upper, best + rng.random(n) * (slack or 0.0))  # best <= tight <= upper
+    asked: list[int] = []
     def best_of(c):
+        asked.extend(c)
         return np.array([best[int(np.flatnonzero(ids == x)[0])] for x in c])
-    pos, sc = select_lazy_facts(chunk_vec, ids, score, top_k, o, post, n_chunks, best_of, upper)
+    bounded: list[int] = []
+    def bound_of(c):
+        bounded.extend(c)
+        return np.array([tight[int(np.flatnonzero(ids == x)[0])] for x in c])
+    pos, sc = select_lazy_facts(chunk_vec, ids, score, top_k, o, post, n_chunks, best_of, upper,
+                                None if slack is None else bound_of)
+    assert len(asked) == len(set(asked)) and len(bounded) == len(set(bounded))
     full = score + o.fact_weight * best
     want = select(chunk_vec, ids, full, top_k, o, post, n_chunks)
     assert ids[pos].tolist() == ids[want].tolist()
@@ -306,3 +341,35 @@ def test_dot_gather_ahead_is_dot_gather(n, d, m, seed):
     dot_gather_ahead(V, rows, q, got)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got, V[rows].astype(np.float64) @ q, atol=1e-5)
+
+
+@SETTINGS
+@given(st.integers(0, 40), st.integers(0, 60), st.integers(1, 40), st.integers(0, 30),
+       st.integers(0, 2**32 - 1), st.sampled_from(["unit", "zero", "spiky"]))
+def test_sentence_bounds_bound_best_sentences(n_chunks, n_sent, d, n_ids, seed, qkind):
+    """``sentence_bounds`` = its NumPy twin (int8 codes of the rows and of the query,
+    ``icode_topk``'s error bound, the largest per chunk, -1 when none) and is >=
+    ``best_sentence_sims`` (the float32 dots) for every chunk, repeated and unsorted ids."""
+    rng = np.random.default_rng(seed)
+    n_chunks = max(n_chunks, 1)
+    sent_chunk = rng.integers(0, n_chunks, n_sent)
+    order = np.argsort(sent_chunk, kind="stable")
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(sent_chunk, minlength=n_chunks))]).astype(np.int64)
+    V = _rows(rng, n_sent, d, dup=True) * np.float32(rng.uniform(0.5, 2.0))
+    q = rng.standard_normal(d).astype(np.float32)
+    q = np.zeros(d, np.float32) if qkind == "zero" else q
+    if qkind == "spiky":
+        q[0] *= 100
+    ids = rng.integers(0, n_chunks, n_ids).astype(np.int64)
+    C, sc, l1 = codes(V)
+    got = np.empty(ids.size)
+    sentence_bounds(C, sc, l1, ptr, order, ids, q, got)
+    q64 = q.astype(np.float64)
+    qmax = float(np.abs(q64).max())
+    sq = qmax / 127 if qmax > 0 else 1.0
+    qc = np.clip(np.rint(q64 / sq), -127, 127).astype(np.int64)
+    sc64 = sc.astype(np.float64)
+    u = sc64 * sq * (C.astype(np.int64) @ qc) + sc64 * 0.5 * (np.abs(q64).sum() + sq * l1) + CODE_SLACK
+    want = np.array([max([-1.0] + [u[order[p]] for p in range(ptr[c], ptr[c + 1])]) for c in ids])
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert (got >= best_sentence_sims(V, ptr, order, ids, q)).all()

@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from ..engine import csr_positions, csr_rows
-from ..kernels.coda_facts import best_sentences, dot_gather_ahead
+from ..kernels.coda_facts import best_sentences, dot_gather_ahead, sentence_bounds
 from ..kernels.coda_query import first_seen
 from ..kernels.dense import code_l1, dot_rows, icode_topk, quantize_rows
 
@@ -130,6 +130,45 @@ def best_sentence_sims(V: np.ndarray, ptr: np.ndarray, order: np.ndarray, ids: n
     return out
 
 
+class Facts:
+    """A retriever's sentence rows for ``fact_weight`` (coda/retrieve.py): chunk -> its
+    sentences (``ptr`` / ``order``, CSR); the rows' largest norm per chunk and their int8
+    codes are made on first use (a benign race: two threads may both make them)."""
+
+    def __init__(self, sent_vec: np.ndarray, sent_chunk: np.ndarray, n_chunks: int) -> None:
+        sc = np.asarray(sent_chunk, np.int64)
+        self.V, self.sent_chunk, self.n_chunks = sent_vec, sent_chunk, n_chunks
+        self.order = np.argsort(sc, kind="stable")
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(sc, minlength=n_chunks))]).astype(np.int64)
+        self._norm = self._codes = None
+
+    def best(self, q: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """:func:`best_sentence_sims` of the chunks ``ids``."""
+        return best_sentence_sims(self.V, self.ptr, self.order, ids, q)
+
+    def upper(self, q: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Upper bounds of :meth:`best`: |q| x the chunk's largest sentence norm (+ the
+        float32 dots' rounding), -1 for a chunk without sentences."""
+        if self._norm is None:
+            self._norm = max_row_norms(self.V, self.sent_chunk, self.n_chunks)
+        has = self.ptr[ids + 1] > self.ptr[ids]
+        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
+        return np.where(has, qn * self._norm[ids] * (1 + 1e-4) + 1e-6, -1.0)
+
+    def bounds(self, q: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Tighter upper bounds of :meth:`best` from the rows' int8 codes
+        (kernels/coda_facts.py ``sentence_bounds``: within ~0.03 on 2Wiki, a quarter of
+        the bytes read), -1 for a chunk without sentences."""
+        if self._codes is None:  # in chunk order: a chunk's sentences are adjacent rows
+            self._codes = (*codes(np.ascontiguousarray(np.asarray(self.V)[self.order], np.float32)),
+                           np.arange(self.order.size, dtype=np.int64))
+        C, sc, l1, seq = self._codes
+        out = np.empty(len(ids))
+        sentence_bounds(C, sc, l1, self.ptr, seq, np.asarray(ids, np.int64),
+                        np.ascontiguousarray(q, np.float32), out)
+        return out
+
+
 class GraphSims:
     """Per-graph state of the lazy similarities (made on first use, then shared)."""
 
@@ -141,6 +180,8 @@ class GraphSims:
         self.rel_ord = np.argsort(self.of, kind="stable")  # distinct row -> its relations
         self.rel_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.of, minlength=self.rep.shape[0]))])
         self.ent_codes, self.rep_codes = codes(self.ent), codes(self.rep)
+        # FastRP rows' codes (kernels/coda_assoc.py functional_topk_coded)
+        self.frp_codes = codes(np.ascontiguousarray(g.frp, np.float32))
         self._spare = threading.local()  # per thread: NaN similarity arrays for reuse
         self.ent_mom = moments(self.ent) if self.n_ent else None
         self.rel_mom = (moments(self.rep, np.bincount(self.of, minlength=self.rep.shape[0]))

@@ -56,15 +56,14 @@ from ..ann import top_k_desc
 from ..blas import query_blas
 from ..embed.base import Embedder
 from ..engine import csr_positions
-from ..kernels.coda_assoc import (align_chunks, functional_topk, induced_relations,
+from ..kernels.coda_assoc import (align_chunks, functional_topk_coded, induced_relations,
                                   semantic_expand, weighted_chunks)
 from ..kernels.ppr import ppr_power, ppr_push
 from ..ppr import LocalPush
 from ..kernels.coda_query import max_chunks_marked, top_k_untied
 from ..kernels.dense import icode_topk
-from .fast import (QuerySims, Rows, best_sentence_sims, chunk_sims, codes, first_paths,
-                   gather_sims, graph_sims, max_row_norms, not_in_sorted, positions_in,
-                   prior_at)
+from .fast import (Facts, QuerySims, Rows, chunk_sims, codes, first_paths, gather_sims,
+                   graph_sims, not_in_sorted, positions_in, prior_at)
 from .select import select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
@@ -128,13 +127,9 @@ class CodaRetriever:
         self._rows_: Rows | None = None  # per-thread zeroed rows (coda/fast.py), on first use
         self._lp: LocalPush | None = None  # ppr_solver="local", made on first use
         self._gsims = None  # sims="lazy" (coda/fast.py), made on first use
-        self._ccodes = self._sent_norm = None  # sims="lazy": _dense_pool, _fact_upper
-        self._sent_ptr = self._sent_ord = None  # chunk -> its sentences (CSR)
-        if sent_chunk is not None:
-            sc = np.asarray(sent_chunk, np.int64)
-            self._sent_ord = np.argsort(sc, kind="stable")
-            self._sent_ptr = np.concatenate(
-                [[0], np.cumsum(np.bincount(sc, minlength=graph.n_chunks))]).astype(np.int64)
+        self._ccodes = None  # sims="lazy": _dense_pool
+        self._facts = (Facts(sent_vec, sent_chunk, graph.n_chunks)  # chunk -> its sentences
+                       if sent_chunk is not None else None)
         if keywords is not None and embedder is None:
             raise ValueError("LLM keywords need an embedder to match them to the graph")
         rows = np.repeat(np.arange(graph.n_entities), np.diff(graph.adj_ptr))
@@ -230,10 +225,10 @@ class CodaRetriever:
             ents.append((ce, 2))
             rels.append((induced_relations(g.adj_ptr, g.adj_nbr, g.adj_rel, ce), 2))
         if o.functional and e0.size and o.k_functional and g.frp.shape[1]:
-            if S is not None:  # one compiled pass, no score vector
+            if S is not None:  # compiled, no score vector; int8 bounds first (fast.py)
                 rows = (touched if o.functional_scope == "touched" and touched is not None
                         else self._all_ents)
-                fe, _ = functional_topk(self._frp, e0, o.k_functional, rows)
+                fe, _ = functional_topk_coded(self._frp, *S.gs.frp_codes, e0, o.k_functional, rows)
             else:
                 fs = (g.frp[e0] @ self._frp_t).max(axis=0).astype(np.float64)
                 fe = top_k_desc(fs, o.k_functional, exclude=e0)
@@ -329,22 +324,14 @@ class CodaRetriever:
         post, n_docs = (bm25.postings(text), bm25.n_docs) if cover else (None, 0)
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:
             if o.sims == "lazy":  # best sentences only where the selection can reach
+                f = self._facts
                 pos, sc = select_lazy_facts(self.chunk_vec, ids, score, top_k, o, post, n_docs,
-                                            lambda c: self._best_sentence(q, c, True),
-                                            self._fact_upper(q, ids))
+                                            lambda c: f.best(q, c), f.upper(q, ids),
+                                            lambda c: f.bounds(q, c))
                 return ids[pos].astype(np.int64), sc
             score = score + o.fact_weight * self._best_sentence(q, ids)
         o_ = select(self.chunk_vec, ids, score, top_k, o, post, n_docs)
         return ids[o_].astype(np.int64), score[o_]
-
-    def _fact_upper(self, q, ids) -> np.ndarray:
-        """Upper bounds of :meth:`_best_sentence`: |q| x the chunk's largest sentence norm
-        (+ the float32 dots' rounding), -1 for a chunk without sentences."""
-        if self._sent_norm is None:  # a benign race, as _chunk_codes
-            self._sent_norm = max_row_norms(self.sent_vec, self.sent_chunk, self.g.n_chunks)
-        has = self._sent_ptr[ids + 1] > self._sent_ptr[ids]
-        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
-        return np.where(has, qn * self._sent_norm[ids] * (1 + 1e-4) + 1e-6, -1.0)
 
     def _chunk_codes(self):
         """(int8 codes, scales, code L1 norms, float32 rows) of ``chunk_vec`` (made on
@@ -365,13 +352,11 @@ class CodaRetriever:
         icode_topk(C, sc, l1, cv, np.ascontiguousarray(q, np.float32), k + 1, ids, s)
         return None if s[k - 1] == s[k] else ids[:k]
 
-    def _best_sentence(self, q, ids, lazy: bool = False) -> np.ndarray:
+    def _best_sentence(self, q, ids) -> np.ndarray:
         """max sim(q, s) over the sentences s of each chunk in ``ids`` (-1 when none): only
-        those sentences' vectors are read."""
-        if lazy:  # one compiled pass over the rows read (coda/fast.py)
-            return best_sentence_sims(self.sent_vec, self._sent_ptr, self._sent_ord, ids, q)
-        pos, owner = csr_positions(self._sent_ptr, ids)
-        sims = (np.asarray(self.sent_vec)[self._sent_ord[pos]] @ q).astype(np.float64)
+        those sentences' vectors are read (``sims="lazy"``: ``Facts.best``, coda/fast.py)."""
+        pos, owner = csr_positions(self._facts.ptr, ids)
+        sims = (np.asarray(self.sent_vec)[self._facts.order[pos]] @ q).astype(np.float64)
         best = np.full(ids.size, -1.0)
         np.maximum.at(best, owner, sims)
         return best

@@ -119,40 +119,59 @@ def select(chunk_vec, ids, score, top_k, o, postings, n_docs, held=None) -> np.n
     return order[:top_k]
 
 
-def select_lazy_facts(chunk_vec, ids, score, top_k, o, postings, n_docs, best_of, upper):
+def select_lazy_facts(chunk_vec, ids, score, top_k, o, postings, n_docs, best_of, upper,
+                      bound_of=None):
     """:func:`select` over ``score + fact_weight * best_of(ids)`` (``fact_weight``), with
     ``best_of`` (a chunk's best sentence) computed only for the candidates the selection
-    can reach: candidates in order of their upper bound ``score + fact_weight * upper``
-    (+ ``cover_weight`` x the idf share of all the question terms they hold), a growing
-    prefix selected until every chosen candidate scores above the bound of every
-    candidate left out. The selection only walks candidates whose value is at least a
-    chosen one's score (a coverage gain is >= 0), so it walks none left out: the same
-    positions and scores as over all candidates, whatever prefixes are tried. The next
-    prefix holds every candidate whose bound reaches the lowest chosen score (at least
-    twice the last one when too few were chosen); ``best_of`` is asked once per
-    candidate. ``_mmr`` (a value below the score) computes all. Returns (positions, scores)."""
+    can reach. Each candidate has an upper bound on its value, ``score + fact_weight *
+    upper`` (+ ``cover_weight`` x the idf share of all the question terms it holds), or
+    the same with ``bound_of`` (a tighter bound, >= ``best_of``, asked only where
+    ``upper`` does not settle it) in place of ``upper``; a growing set of candidates is
+    selected until every chosen one scores above the bound of every candidate left out.
+    The selection only walks candidates whose value is at least a chosen one's score (a
+    coverage gain is >= 0), so it walks none left out: the same positions and scores as
+    over all candidates, whatever sets are tried. The set starts as the best
+    ``max(4 top_k, 32)`` by ``upper``'s bound and takes in every candidate whose bound
+    reaches the lowest chosen score (twice as many when too few were chosen);
+    ``best_of`` and ``bound_of`` are asked at most once per candidate. ``_mmr`` (a value
+    below the score) computes all. Returns (positions, scores)."""
     n = ids.size
     ub = score + o.fact_weight * upper
     held = w = None
     if postings:
         held, w = _held(ids, postings, n_docs, _ratio(o))
-        ub = ub + o.cover_weight * (held @ w) + 1e-9
+        cov = o.cover_weight * (held @ w) + 1e-9
+        ub = ub + cov
     rank = np.lexsort((ids, -ub))
     mmr = postings is None and o.diversity > 0 and chunk_vec is not None
-    m = n if mmr else min(n, max(4 * top_k, 32))
-    best, done = np.empty(n), 0  # best_of of the candidates rank[:done]
+    new = rank[:n if mmr else min(n, max(4 * top_k, 32))]
+    best, inx = np.empty(n), np.zeros(n, bool)  # best_of of the candidates inx
+    tub, tight = np.empty(n), np.zeros(n, bool)  # bound_of's bound of the candidates tight
     while True:
-        if m > done:
-            new = rank[done:m]
+        if new.size:
             best[new] = best_of(ids[new])
-            done = m
-        sub = np.sort(rank[:m])
+            inx[new] = True
+        sub = np.flatnonzero(inx)
         sc = score[sub] + o.fact_weight * best[sub]
         pos = select(chunk_vec, ids[sub], sc, top_k, o, postings, n_docs,
                      None if held is None else (held[sub], w))
-        full = pos.size == min(top_k, n) > 0
-        if m == n or (full and ub[rank[m]] < sc[pos].min()):
+        if sub.size == n:
             return sub[pos], sc[pos]
+        if not pos.size == min(top_k, n) > 0:  # not top_k chosen: twice the set
+            out = rank[~inx[rank]]
+            new = out[:sub.size]
+            continue
+        t = sc[pos].min()
         # ub[rank] is descending: the candidates whose bound reaches the lowest chosen score
-        reach = int(np.searchsorted(-ub[rank], -sc[pos].min(), side="right")) if full else 0
-        m = min(n, max(reach, 2 * m))
+        new = rank[:int(np.searchsorted(-ub[rank], -t, side="right"))]
+        new = new[~inx[new]]
+        if bound_of is not None and new.size:
+            ask = new[~tight[new]]
+            if ask.size:
+                tub[ask] = score[ask] + o.fact_weight * bound_of(ids[ask])
+                if held is not None:
+                    tub[ask] += cov[ask]
+                tight[ask] = True
+            new = new[tub[new] >= t]
+        if new.size == 0:
+            return sub[pos], sc[pos]
