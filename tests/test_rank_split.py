@@ -34,7 +34,8 @@ def test_style_split_matches_twin(n_cols, n_rows, unnamed, mode, data):
                               min_size=n_rows, max_size=n_rows))
     X = np.asarray(rows, np.float64).reshape(n_rows, n_cols)
     got = style_split(X, unnamed, n_links, mode)
-    want = np.asarray(_twin(rows, unnamed, n_links, mode), np.float64).reshape(n_rows, -1)
+    width = n_cols + {"off": 0, "all": n_cols, "links": n_links}[mode]
+    want = np.asarray(_twin(rows, unnamed, n_links, mode), np.float64).reshape(n_rows, width)
     np.testing.assert_array_equal(got, want)
     names = tuple(f"c{j}" for j in range(n_cols))
     assert len(split_names(names, n_links, mode)) == got.shape[1]
