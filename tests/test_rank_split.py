@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hyperrag_fast.config import PRESETS, RANK_SPLITS, HybridOptions
 from hyperrag_fast.engine import split_names, style_split
 from hyperrag_fast.methods.stitch import FEATURES
+from test_rank_links import ada_index
 
 
 def _twin(rows, unnamed, n_links, mode):
@@ -54,18 +55,7 @@ def test_split_names_literal_and_validation():
 def test_split_on_the_query_path():
     """The detail's features gain one copy of the link columns, equal to them when the
     question names no page and 0 when it names one; the first columns are unchanged."""
-    from hyperrag_fast.chunking import Document
-    from hyperrag_fast.embed.hashing import HashingEmbedder
-    from hyperrag_fast.extract.offline import RegexExtractor
-    from hyperrag_fast.index import HyperIndex
-    from hyperrag_fast.retriever import Retriever
-    docs = [Document("a", "Ada Lovelace", "Ada Lovelace was the daughter of Lord Byron."),
-            Document("b", "Lord Byron", "Lord Byron died in Missolonghi in Greece."),
-            Document("c", "Lord Byron", "Lord Byron wrote Don Juan in Italy."),
-            Document("d", "Missolonghi", "Missolonghi is a town in Greece.")]
-    emb = HashingEmbedder()
-    ix = HyperIndex.build(docs, RegexExtractor(), emb, progress=False)
-    r = Retriever(ix, emb)
+    _, r = ada_index()
     base = PRESETS["bge-small"]
     split = replace(base, hybrid=replace(base.hybrid, rank_weights=(), rank_split="links"))
     plain = replace(split, hybrid=replace(split.hybrid, rank_split="off"))
