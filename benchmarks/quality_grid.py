@@ -41,6 +41,7 @@ from train_ranker import Prior, collect, fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
 from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
+from hyperrag_fast.engine import split_names  # noqa: E402
 from hyperrag_fast.eval.harness import _git, machine_info  # noqa: E402
 from hyperrag_fast.methods.stitch import FEATURES  # noqa: E402
 
@@ -72,7 +73,7 @@ ABLATIONS = [
     ("title top 1", {"title_top": 1}),
 ]
 HYBRID_ONLY = {"hop_rounds", "hop_bridge_titles", "hop_dense", "hop_dense_weight", "mmr", "graph_mix", "wide_chunks", "wide_flat", "hop_bridge_decay", "hop_bridge_near", "hop_round_cover",
-               "hop_bridge_chunks", "rank_links"}
+               "hop_bridge_chunks", "rank_links", "rank_split"}
 
 
 def changed(o: QueryOptions, changes: dict) -> QueryOptions:
@@ -98,6 +99,7 @@ class Features:
 
     def __init__(self, benches: dict, cache: str | None) -> None:
         self.benches, self.cache, self.mem = benches, cache, {}
+        self.checked: set = set()
         self.code = code_hash()
         if cache:
             Path(cache).mkdir(parents=True, exist_ok=True)
@@ -106,6 +108,9 @@ class Features:
         key = json.dumps(plain(o), sort_keys=True)
         if (key, fam) in self.mem:
             return self.mem[(key, fam)]
+        if o.hybrid.rank_split != "off":  # the same queries: derived from the unsplit rows
+            self.mem[(key, fam)] = part = self.split(o, fam)
+            return part
         b = self.benches[fam]
         h = hashlib.sha1(f"{self.code}|{b.index_dir}|{b.name}|{key}".encode()).hexdigest()[:20]
         f = Path(self.cache) / f"{h}.npz" if self.cache else None
@@ -119,6 +124,27 @@ class Features:
             if f is not None:
                 np.savez(f, X=part[0], y=part[1], q=part[2])
         self.mem[(key, fam)] = part
+        return part
+
+
+    def split(self, o: QueryOptions, fam: str):
+        """The features of ``o`` (``rank_split`` on) from those of ``o`` with it off: the
+        columns ``engine.style_split`` appends, u from each question's named titles as the
+        query path finds them; checked equal to a collect through the query path on the
+        first such setting of each family and mode."""
+        h = o.hybrid
+        X, y, q = self.get(replace(o, hybrid=replace(h, rank_split="off")), fam)
+        b = self.benches[fam]
+        lk = b.r.state.lookups[next(iter(b.r.state.lookups))]
+        u = np.array([not lk.titles.chunks_named_in(x.question, h.ngram_min_words)
+                      for x in b.ds.questions], np.float64)[q.astype(np.int64)]
+        extra = X if h.rank_split == "all" else X[:, X.shape[1] - len(h.rank_links):]
+        part = (np.column_stack([X, extra * u[:, None]]), y, q)
+        if (fam, h.rank_split) not in self.checked:
+            real = collect(b, o)
+            if not all(np.array_equal(a, c) for a, c in zip(real, part)):
+                raise AssertionError(f"rank_split features of {fam} differ from the query path's")
+            self.checked.add((fam, h.rank_split))
         return part
 
 
@@ -157,8 +183,9 @@ def offline(part, golds, w) -> dict:
 
 
 def with_names(prior: Prior | None, o: QueryOptions) -> Prior | None:
-    """``prior`` for the ranker columns of ``o`` (FEATURES + its rank_links)."""
-    return None if prior is None else prior._replace(names=FEATURES + tuple(o.hybrid.rank_links))
+    """``prior`` for the ranker columns of ``o`` (FEATURES + its rank_links, split by rank_split)."""
+    return None if prior is None else prior._replace(names=split_names(
+        FEATURES + tuple(o.hybrid.rank_links), len(o.hybrid.rank_links), o.hybrid.rank_split))
 
 
 def ranker_for(s: dict, c: float, prior: Prior | None) -> tuple[float, Prior | None]:

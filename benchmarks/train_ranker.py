@@ -52,8 +52,8 @@ class Prior(NamedTuple):
         return cls(tuple(n for n in kw.get("signed", "").split("+") if n), float(kw.get("center", 0.0)))
 
     def mask(self, names: tuple[str, ...]) -> np.ndarray:
-        if self.signed == ("all",):
-            return np.ones(len(names), bool)
+        if self.signed == ("all",):  # a rank_split copy ("unnamed:...") is a change, not a score
+            return np.array([not n.startswith("unnamed:") for n in names])
         if any(n not in names for n in self.signed):
             raise ValueError(f"prior columns {self.signed} not all in {names}")
         return np.array([n in self.signed for n in names])

@@ -18,7 +18,7 @@ from .settings import (  # noqa: F401  (part of config: read them from here)
     DEFAULT_MERGE, DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, LLM_TIMEOUT_S, LLM_CONCURRENCY,
     EVAL_LLM_CONCURRENCY, EMBED_TIMEOUT_S, LOCK_TIMEOUT_S, MODEL_CACHE_ENV, DAMAGED_GRAPHS,
     CODA_LAYER_MAJOR, CODA_LAYER_MAJOR_BLOCK, CODA_LAYER_MAJOR_ENV, DEFAULT_DAMAGED_GRAPH, AnnParams, BuildOptions, CodaOptions, _one_of, EXACT_CODES_MIN_ROWS,
-    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, TOP_LINKS, BRIDGE_TITLE_SOURCES, GRAPH_MIXES, FastRPParams,
+    CODA_ALIGNS, CODA_CALIBRATIONS, CODA_PAPER, CODA_EXACT, LINK_FEATURES, TOP_LINKS, BRIDGE_TITLE_SOURCES, GRAPH_MIXES, RANK_SPLITS, FastRPParams,
 )
 
 #: enumerated option values (the kernel codes are in ``hyperrag_fast.kernels.params``)
@@ -45,7 +45,7 @@ _PAPER_HYBRID = dict(seeds="none", seed_value=1.0, seed_max_group=math.inf, bm25
                      hop_idf=0.0, title_max=0, hop_bridge=0.0, hop_bridge_max=20, hop_bridge_chunks=1,
                      hop_rounds=1, hop_bridge_titles=False, mmr=0.0, hop_dense=0, hop_dense_weight=0.0,
                      hop_query=0, hop_query_bm25=0, hop_query_weight=0.0, rank_links=(),
-                     graph_mix="off")
+                     graph_mix="off", rank_split="off")
 
 @dataclass(frozen=True)
 class StitchOptions:
@@ -177,6 +177,8 @@ class HybridOptions:
     share and rank columns become g x graph + (1 - g) x prior with a per-query g in [0, 1]:
     "prior_flat" g = 1 - max I / sum I, "ppr_focus" g = min(1, (max pi / sum pi) /
     (max I / sum I)), "prior_only" g = 0 (the ranker on the prior alone), "off" = the columns as they are (``methods.stitch.graph_mixed``).
+    rank_split (session 20; docs/architecture.md §5, "Question style split"): the ranker's columns ("all") or its rank_links columns ("links")
+    appear twice, the copy x u, u = 1 when the question names no page title (an unnamed bridge): weights per question style (``engine.style_split``).
     wide_chunks > k_chunks (issue 21; docs/architecture.md §5, "Candidate recall"): with a flat first-round
     prior (max p(c) <= wide_flat) round two also gets the similarity ranks k_chunks..wide_chunks.
     Off in both presets (issue 21): title_max > 0, a chunk whose page already has ``title_max``
@@ -221,6 +223,7 @@ class HybridOptions:
     hop_query_weight: float = 0.0
     rank_links: tuple[str, ...] = ("bridge_title", "bridge_title_words", "residual_cover", "residual_cover2")
     graph_mix: str = "prior_only"
+    rank_split: str = "off"
     wide_chunks: int = 0
     wide_flat: float = 1.0
 
@@ -239,6 +242,7 @@ class HybridOptions:
             raise ValueError("rank_weights must be finite")
         _one_of("hop_weight", self.hop_weight, HOP_WEIGHTS)
         _one_of("graph_mix", self.graph_mix, GRAPH_MIXES)
+        _one_of("rank_split", self.rank_split, RANK_SPLITS)
         if self.hop_chunks < 0 or self.hop_value < 0 or not self.hop_max_group >= 1:
             raise ValueError("hop_chunks and hop_value must be >= 0 and hop_max_group >= 1")
         if self.seeds not in SEED_MODES:
@@ -266,10 +270,8 @@ class HybridOptions:
 #: the local push with its refined certificate, timed from the prior's nonzeros). With 300
 #: prior chunks push wins at 9,969 chunks (3.0 %) at every damping (d .85 / .5 / .2: 0.94
 #: vs 2.52, 0.14 vs 0.98, 0.082 vs 0.42 ms), at 99,658 chunks (0.62 vs 115, 0.13 vs 19.2,
-#: 0.042 vs 5.9 ms) and at 1M (merged run, benchmarks/README.md: 5.2 vs 2,693, 0.20 vs 436,
-#: 0.10 vs 56 ms); at 1,009 chunks
-#: it loses at d .85 / .5 (0.98 vs 0.17, 0.14 vs 0.082 ms) and ties at .2 (0.043 vs
-#: 0.043). With a prior on every chunk (as a query's prior over C_q is) push loses at
+#: 0.042 vs 5.9 ms) and at 1M (merged run, benchmarks/README.md: 5.2 vs 2,693, 0.20 vs 436, 0.10 vs 56 ms);
+#: at 1,009 chunks it loses at d .85 / .5 (0.98 vs 0.17, 0.14 vs 0.082 ms) and ties at .2 (0.043 vs 0.043). With a prior on every chunk (as a query's prior over C_q is) push loses at
 #: 1,009 and 9,969 chunks at every damping (10k: 7.8 vs 4.0, 2.8 vs 1.0, 0.70 vs 0.45 ms)
 #: and at 99,658 chunks with d .5 / .2 (24.3 vs 21.3, 18.7 vs 9.2 ms); it wins there at
 #: d .85 (22.0 vs 82.3 ms), a single point the rule leaves to power. Between the winning
@@ -296,16 +298,14 @@ def ppr_solver(damping: float, n_chunks: int, prior_nnz: int) -> str:
 
 
 # ------------------------------------------------------------------ BLAS threads
-#: Threads NumPy's BLAS may use while a query runs (0: as the process set it): the
-#: ``hyperrag query`` process starts BLAS so (unless OPENBLAS_NUM_THREADS is set), and
+#: Threads NumPy's BLAS may use while a query runs (0: as the process set it): the ``hyperrag query`` process starts BLAS so (unless OPENBLAS_NUM_THREADS is set), and
 #: ``CodaRetriever.retrieve`` limits BLAS to it meanwhile, a build keeping every core
 #: (docs/architecture.md §3, "BLAS threads").
 QUERY_BLAS_THREADS = 1
 
 
 # ------------------------------------------------------------------------ presets
-#: STITCH-RAG §3.3 constants: delta .5, lambda .3, d .85, tanh decay, power PPR; no
-#: question seeds, no BM25 term. Only by name: a bare ``StitchOptions()`` is the tuned default.
+#: STITCH-RAG §3.3 constants: delta .5, lambda .3, d .85, tanh decay, power PPR; no question seeds, no BM25 term. Only by name.
 PAPER_STITCH = StitchOptions.paper()
 PAPER_HYBRID = HybridOptions.paper()
 
@@ -332,8 +332,7 @@ METHOD_NAMES = (
     "coda_paper_no_functional", "coda_paper_no_semantic", "decay_exp", "decay_sigmoid", "decay_tanh",
     "dense", "merge_full", "merge_none", "merge_semi", "no_ppr", "no_spatial", "no_stibp",
     "no_temporal", "stitch", "stitch_consolidated", "stitch_paper")
-#: the embedder kind (``embed.registry.make_embedder``) the CLI and the eval harness use
-#: when none is named
+#: the embedder kind (``embed.registry.make_embedder``) the CLI and the eval harness use when none is named
 DEFAULT_EMBEDDER = "minilm"
 
 

@@ -4,7 +4,8 @@ The engine sees vectors and candidate ids only; candidate search (ANN / exact / 
 and query embedding happen before it (docs/architecture.md §4 step 1). The arrays it
 hands the kernel are the NamedTuples of ``kernels.layout``. Also the query steps over the
 engine that the presets run (docs/architecture.md §5): further bridge rounds
-(:func:`later_rounds`, gated by :func:`term_cover`) and the chain columns (:func:`chain_links`).
+(:func:`later_rounds`, gated by :func:`term_cover`), the chain columns (:func:`chain_links`)
+and the question-style split of the ranker's columns (:func:`style_split`).
 """
 from __future__ import annotations
 
@@ -140,6 +141,23 @@ def chain_links(eng, bm25, text: str, q: np.ndarray, r, t0: int, names, bridge) 
     if "chain_bridge" in names:
         out["chain_bridge"] = np.where(own, 0.0, chunk_group_best(g, cq, *bridge(t1, t0)))
     return out
+
+
+def style_split(X: np.ndarray, unnamed: bool, n_links: int, mode: str) -> np.ndarray:
+    """``HybridOptions.rank_split`` (session 20; docs/architecture.md §5, "Question style split"):
+    X with its columns ("all") or its last ``n_links`` columns ("links") appended once more,
+    times u = 1 when the question names no page title, else 0 ("off": X unchanged)."""
+    if mode == "off":
+        return X
+    extra = X if mode == "all" else X[:, X.shape[1] - n_links:]
+    return np.column_stack([X, extra * float(unnamed)])
+
+
+def split_names(names: tuple[str, ...], n_links: int, mode: str) -> tuple[str, ...]:
+    """The ranker's column names after :func:`style_split` (a copy is "unnamed:" + name)."""
+    if mode == "off":
+        return names
+    return names + tuple("unnamed:" + n for n in (names if mode == "all" else names[len(names) - n_links:]))
 
 
 def run_starts(a: np.ndarray) -> np.ndarray:

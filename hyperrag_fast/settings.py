@@ -276,3 +276,5 @@ CHAIN_LINKS = ("hop2_rank", "residual_cover2", "chain_bridge")
 BRIDGE_TITLE_SOURCES = 3
 #: ``HybridOptions.graph_mix`` values (docs/architecture.md §5, "Graph floor")
 GRAPH_MIXES = ("off", "prior_flat", "ppr_focus", "prior_only")
+#: ``HybridOptions.rank_split`` values (session 20; docs/architecture.md §5, "Question style split")
+RANK_SPLITS = ("off", "all", "links")

@@ -95,9 +95,8 @@ def test_rank_links_validated_and_presets_fit_their_columns():
         fused_top(np.arange(3), np.zeros((3, 2)), (0.0, 1.0), 2)
 
 
-def test_link_columns_on_the_query_path_equal_the_detail(tmp_path):
-    """On a real index every LINK_FEATURES column is computed (finite, one row per C_q
-    chunk), and the default ranking is bias + X @ w over the detail's own features."""
+def ada_index():
+    """(index, retriever) over four passages, two of them one page's (hashing embedder)."""
     from hyperrag_fast.chunking import Document
     from hyperrag_fast.embed.hashing import HashingEmbedder
     from hyperrag_fast.extract.offline import RegexExtractor
@@ -109,7 +108,13 @@ def test_link_columns_on_the_query_path_equal_the_detail(tmp_path):
             Document("d", "Missolonghi", "Missolonghi is a town in Greece.")]
     emb = HashingEmbedder()
     ix = HyperIndex.build(docs, RegexExtractor(), emb, progress=False)
-    r = Retriever(ix, emb)
+    return ix, Retriever(ix, emb)
+
+
+def test_link_columns_on_the_query_path_equal_the_detail(tmp_path):
+    """On a real index every LINK_FEATURES column is computed (finite, one row per C_q
+    chunk), and the default ranking is bias + X @ w over the detail's own features."""
+    ix, r = ada_index()
     base = config.TUNED
     every = replace(base, hybrid=replace(base.hybrid, rank_weights=(), rank_links=LINK_FEATURES))
     out = r.retrieve("Where did the father of Ada Lovelace die?", every, detail=True)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from ..config import BRIDGE_TITLE_SOURCES, TOP_LINKS, DEFAULT_METHOD, HybridOptions, QueryOptions, StitchOptions
-from ..engine import chain_links, csr_rows, later_rounds, run_starts, term_cover, unique
+from ..engine import chain_links, csr_rows, later_rounds, run_starts, style_split, term_cover, unique
 from ..kernels.links import member_of
 from ..lexical import question_groups, top_links
 from .base import OWN, MethodOutput, QueryState, missing
@@ -59,7 +59,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         lk = state.lookups[key]
         groups = question_groups(text, lk, hybrid.seeds, hybrid.ngram_min_words, hybrid.title_words)
         seeds = lk.seed_nodes(groups, hybrid.seed_max_group)
-    if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0):
+    if hybrid.title_chunks > 0 or (hybrid.hop_titles and hybrid.hop_chunks > 0) or hybrid.rank_split != "off":
         named, share = title_shares(eng, q, state.lookups[key].titles.chunks_named_in(
             text, hybrid.ngram_min_words), hybrid.title_top)
         if hybrid.title_chunks > 0:
@@ -119,7 +119,7 @@ def run_stitch(state: QueryState, q: np.ndarray, text: str, stitch: StitchOption
         if hybrid.rank_links:
             X = np.column_stack([X, link_features(eng, state.lookups[key], q, r, r1, np.asarray(
                 groups, np.int64), hybrid.rank_links, (named, share), state.bm25, text)])
-        X = graph_mixed(X, hybrid.graph_mix)
+        X = style_split(graph_mixed(X, hybrid.graph_mix), named.size == 0, len(hybrid.rank_links), hybrid.rank_split)
         if hybrid.rank_weights:
             ids, scores = fused_top(r.cq, X, hybrid.rank_weights,
                                     r.cq.shape[0] if hybrid.mmr > 0 else stitch.top_k)
