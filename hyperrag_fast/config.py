@@ -374,14 +374,15 @@ PAPER = QueryOptions(stitch=PAPER_STITCH, hybrid=PAPER_HYBRID, method="stitch_pa
 #: embedder's indexes on the three dev families by the same rule; ``TUNED`` stays MiniLM's.
 #: bge-small (session 14, ``quality_grid_bge.json``): delta .85, the named-title term 1, ``hop_bridge`` 1,
 #: ``graph_mix="prior_only"``, the ranker at C = 0.01; session 17 (``ranker_top_links_bge.json``, then
-#: ``joint_top_links_title_top_bge.json``): residual_cover, hop_rank, top_bridge and title_top 1; session 19
-#: (``all_options_bge.json``): ``hop_rounds`` 2 gated at ``hop_round_cover`` .4, the ranker retrained (C = .01).
+#: ``joint_top_links_title_top_bge.json``): residual_cover, hop_rank, top_bridge, title_top 1; session 19: ``hop_rounds``
+#: 2 gated at .4; session 20 (``all_options_s20_bge.json``): ``rank_split="all"``, ranker C = .001 under the prior.
 TUNED_BGE = QueryOptions(
     stitch=TUNED_STITCH,
     hybrid=replace(TUNED_HYBRID, title_chunks=1.0, title_top=1, hop_rounds=2, hop_round_cover=0.4, rank_links=(
-        "bridge_title", "bridge_title_words", *TOP_LINKS), rank_weights=(
-        -1.470199, 0.233427, 0.233427, 4.456302, 4.456302, 2.117505, 9.792536, -0.289206, 0.36745,
-        -0.036912, 3.857088, 1.902119, 3.509458, 0.169379, 1.104125)))
+        "bridge_title", "bridge_title_words", *TOP_LINKS), rank_split="all", rank_weights=(
+        -2.381973, 1.0678, 1.0678, 4.748015, 4.748015, 3.173282, 9.777291, 0.477713, 0.89362, 8.984029,
+        6.952592, 2.450766, 4.922505, 0.667049, 1.676949, -0.010306, -0.010306, -1.35291, -1.35291, 0.405804,
+        -1.132037, -2.979633, -0.131566, 0.0, -5.956708, -0.861264, 0.377396, -0.081167, 0.357395)))
 PRESETS = {"minilm": TUNED, "bge-small": TUNED_BGE}
 #: embedder name (an index manifest's ``embedder.name``) prefix -> preset key
 PRESET_NAMES = (("all-MiniLM-L6-v2", "minilm"), ("bge-small-en-v1.5", "bge-small"))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hyperrag_fast import config
 from hyperrag_fast.config import LINK_FEATURES, PRESETS, HybridOptions
+from hyperrag_fast.engine import split_names
 from hyperrag_fast.lexical import GroupLookup, TitleLookup
 from hyperrag_fast.methods.stitch import FEATURES, fused_top
 
@@ -90,7 +91,8 @@ def test_rank_links_validated_and_presets_fit_their_columns():
     assert config.PAPER_HYBRID.rank_links == ()
     for o in PRESETS.values():
         assert set(o.hybrid.rank_links) <= set(LINK_FEATURES)
-        assert len(o.hybrid.rank_weights) == 1 + len(FEATURES) + len(o.hybrid.rank_links)
+        names = split_names((*FEATURES, *o.hybrid.rank_links), len(o.hybrid.rank_links), o.hybrid.rank_split)
+        assert len(o.hybrid.rank_weights) == 1 + len(names)
     with pytest.raises(ValueError, match="weights"):
         fused_top(np.arange(3), np.zeros((3, 2)), (0.0, 1.0), 2)
 
