@@ -208,7 +208,7 @@ class StitchEngine:
         self._local = threading.local()
         self._weights: dict[tuple, tuple] = {}
         self._arrays: dict[tuple, IndexArrays] = {}
-        self._params: dict[StitchOptions, np.ndarray] = {}  # kernel_params per options (read only)
+        self._params: dict[tuple, np.ndarray] = {}  # kernel_params per options and auto-PPR table
         self._lock = threading.Lock()
 
     def _derived(self, opts: StitchOptions) -> tuple[np.ndarray, np.ndarray]:
@@ -273,9 +273,10 @@ class StitchEngine:
         presets are in :mod:`hyperrag_fast.config`."""
         q, cn, cc, bonus, sn, sv = self.inputs(q, cand_nodes, cand_chunks, chunk_bonus,
                                                seed_nodes, seed_values)
-        prm = self._params.get(options)
+        key = (options, PUSH_MIN_CHUNKS, PUSH_MAX_FRACTION)  # all that kernel_params reads
+        prm = self._params.get(key)
         if prm is None:  # one vector per options (a query runs the kernel two or three times)
-            prm = self._params[options] = kernel_params(options)
+            prm = self._params[key] = kernel_params(options)
         o = stitch_query(self.index_arrays(options), self._scratch(), q, cn, cc, bonus, sn, sv, prm, detail)
         cd, nd = o.chunk_detail, o.node_detail
         return StitchResult(o.top_ids, o.top_scores, o.cq, cd[0], cd[1], cd[2], cd[3], o.node_ids,
