@@ -137,6 +137,18 @@ def test_one_index_per_source_and_contract(gb_dir, tmp_path):
     assert set(merged["subsets"]["novel"]) == {"dense", "bm25"}  # earlier rows kept
 
 
+def test_methods_run_at_the_embedders_preset(gb_dir, tmp_path, monkeypatch):
+    """Without given options a method runs at the preset of the index's embedder
+    (config.preset_for), as in the multi-hop harness, not at the MiniLM default."""
+    from hyperrag_fast.config import PRESETS
+    names, presets, real = [], [], G.method_options
+    monkeypatch.setattr(G, "preset_for", lambda name: names.append(name) or PRESETS["bge-small"])
+    monkeypatch.setattr(G, "method_options", lambda n, g, k, preset=None: presets.append(preset) or real(n, g, k, preset))
+    _run(gb_dir, tmp_path, methods=("stitch",))
+    assert names and all(n == HashingEmbedder(dim=64).name for n in names)
+    assert presets and all(p is PRESETS["bge-small"] for p in presets)
+
+
 def test_cli_gbench(gb_dir, tmp_path, capsys):
     from hyperrag_fast.eval.__main__ import main
     rc = main(["--dataset", "graphrag_bench_medical", "--methods", "bm25", "--embedder",

@@ -26,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..chunking import Document, chunk_documents, chunk_passage
-from ..config import QueryOptions
+from ..config import QueryOptions, preset_for
 from ..embed.base import Embedder
 from ..embed.cache import CachedEmbedder
 from ..extract.base import Extractor
@@ -136,13 +136,15 @@ def retrieve_all(ix: HyperIndex, embedder: Embedder, index_dir: Path | None,
                  methods: Sequence[str], qs: Sequence[GBQuestion], top_k: int,
                  options_by_method: dict[str, QueryOptions] | None = None,
                  progress: bool = True) -> dict[str, dict[str, Any]]:
-    """Per method: top-``top_k`` chunk rows per question and query times (ms)."""
+    """Per method: top-``top_k`` chunk rows per question and query times (ms); a method
+    without given options runs at the preset of the index's embedder, as in the harness."""
     retriever = Retriever(ix, embedder, prebuilt=prepare_methods(ix, index_dir, methods))
+    preset = preset_for(embedder.name)
     state = retriever.state
     qv = np.stack([np.asarray(embedder.embed([q.question]), np.float32)[0] for q in qs])
     out = {}
     for name in methods:
-        o = method_options(name, (options_by_method or {}).get(name), top_k)
+        o = method_options(name, (options_by_method or {}).get(name), top_k, preset)
         fn = METHODS[name]
         state.engine.warmup(o.stitch)
         fn(state, qv[0], qs[0].question, o, False)
