@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
+from ._config import inline_jit, jit
 from .lexical import lower_bound
+
+
+@inline_jit
+def _has(b, x):
+    """Whether ``x`` is in the short, unsorted ``b`` (compared in order, first hit stops)."""
+    for j in range(b.shape[0]):
+        if b[j] == x:
+            return True
+    return False
 
 
 @jit
@@ -14,11 +23,7 @@ def member_of(a, b):
     """``np.isin(a, b)`` for a short ``b``: every pair compared, no sort."""
     out = np.zeros(a.shape[0], dtype=np.bool_)
     for i in range(a.shape[0]):
-        x = a[i]
-        for j in range(b.shape[0]):
-            if b[j] == x:
-                out[i] = True
-                break
+        out[i] = _has(b, a[i])
     return out
 
 
@@ -51,25 +56,13 @@ def title_hits(gid, gram_groups, owner, up, tg, name_pages, page_t, w, best_e, b
     n = up.shape[0]
     hit = np.zeros(n, dtype=np.bool_)
     for k in range(gram_groups.shape[0]):
-        x = gram_groups[k]
-        for j in range(tg.shape[0]):
-            if tg[j] == x:
-                hit[owner[k]] = True
-                break
+        if _has(tg, gram_groups[k]):
+            hit[owner[k]] = True
     for u in range(n):
         if up[u] == page_t:
             continue
-        e = False
-        for j in range(tg.shape[0]):
-            if tg[j] == gid[u]:
-                e = True
-                break
-        wd = e or hit[u]
-        if not wd:
-            for j in range(name_pages.shape[0]):
-                if name_pages[j] == up[u]:
-                    wd = True
-                    break
+        e = _has(tg, gid[u])
+        wd = e or hit[u] or _has(name_pages, up[u])
         if e and w > best_e[u]:
             best_e[u] = w
         if wd and w > best_w[u]:
