@@ -18,7 +18,8 @@
 
 ``dump`` runs every question through every registered method (or ``--methods``) exactly
 as ``bench_2wiki.py`` does (``METHODS[name](state, q, text, options, False)`` with the
-default ``QueryOptions()`` read at run time) and stores the top-8 chunk ids, their scores
+options every user of the index gets: the preset of its embedder, ``--options default`` for
+``QueryOptions()`` read at run time) and stores the top-8 chunk ids, their scores
 and ``graph_ms``. Methods that read a structure built by the explicit build step
 (merge variants, CODA: ``hyperrag build-methods``) get it from ``<index>/methods``,
 built there first when missing (code without that step builds them on first query).
@@ -105,6 +106,15 @@ def _retriever(index_dir, methods, cache_dir, embedder=None, coda_options=None):
                      coda=_coda_setup(coda_options))
 
 
+def _base_options(ret, QueryOptions, which: str):
+    """``preset``: the options every user of this index gets (the Retriever's, i.e. the preset
+    of the index's embedder, docs/architecture.md §6); ``default``: ``QueryOptions()`` (what
+    dumps made before presets existed used; code without presets has only that)."""
+    if which == "default" or getattr(ret, "options", None) is None:
+        return QueryOptions()
+    return ret.options
+
+
 def dump(a):
     import hyperrag_fast
     from hyperrag_fast.eval.data import load_dataset
@@ -117,10 +127,11 @@ def dump(a):
     ret = _retriever(a.index, methods, a.cache_dir, a.embedder, a.coda_option)
     ret.warmup()
     vecs = np.stack([ret._embed([q])[0] for q in qs]) if a.one_by_one else ret._embed(qs)
+    base = _base_options(ret, QueryOptions, a.options)
     out = {"code": np.array(hyperrag_fast.__file__), "methods": np.array(methods),
-           "command": np.array(C.command())}
+           "command": np.array(C.command()), "options": np.array(a.options)}
     for m in methods:
-        o = replace(QueryOptions(), method=m)
+        o = replace(base, method=m)
         fn = METHODS[m]
         t0 = time.perf_counter()
         for q, text in zip(vecs[:3], qs[:3]):  # warm (JIT, BM25, lookups)
@@ -311,6 +322,8 @@ def main():
     d.add_argument("--one-by-one", action="store_true",
                    help="embed each question alone, as Retriever.retrieve does (use no --cache-dir)")
     d.add_argument("--embedder", default=None, help="default: the library's default embedder")
+    d.add_argument("--options", choices=("preset", "default"), default="preset",
+                   help="preset: the index embedder's preset (as users get it); default: QueryOptions()")
     d.add_argument("--coda-option", nargs="+", default=None, metavar="KEY=VALUE",
                    help="CODA options of every coda* method (CodaSetup), e.g. cover_weight=0.5")
     cd = sub.add_parser("cli-dump", help="dump through the hyperrag console (--questions)")

@@ -26,6 +26,7 @@ from .kernels.scratch import new_scratch
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0, dtype=np.float64)
 _EMPTY_PTR = np.zeros(1, dtype=np.int64)
+_CACHE_MAX = 16  # derived arrays / kernel parameters kept per engine (distinct options)
 
 
 def unique(a: np.ndarray) -> np.ndarray:
@@ -221,8 +222,7 @@ class StitchEngine:
                 group_weights(opts.group_weight, sizes, g.group_chunks, g.n_chunks),
                 group_alphas(opts.alpha, opts.alpha_value, sizes),
             )
-            with self._lock:
-                self._weights[key] = got
+            _keep(self._lock, self._weights, key, got)
         return got
 
     def index_arrays(self, opts: StitchOptions) -> IndexArrays:
@@ -231,9 +231,7 @@ class StitchEngine:
         key = (opts.group_weight, opts.alpha, opts.alpha_value)
         ix = self._arrays.get(key)
         if ix is None:
-            ix = self._index_arrays(opts)
-            with self._lock:
-                self._arrays[key] = ix
+            ix = _keep(self._lock, self._arrays, key, self._index_arrays(opts))
         return ix
 
     def _index_arrays(self, opts: StitchOptions) -> IndexArrays:
@@ -276,7 +274,7 @@ class StitchEngine:
         key = (options, PUSH_MIN_CHUNKS, PUSH_MAX_FRACTION)  # all that kernel_params reads
         prm = self._params.get(key)
         if prm is None:  # one vector per options (a query runs the kernel two or three times)
-            prm = self._params[key] = kernel_params(options)
+            prm = _keep(self._lock, self._params, key, kernel_params(options))
         o = stitch_query(self.index_arrays(options), self._scratch(), q, cn, cc, bonus, sn, sv, prm, detail)
         cd, nd = o.chunk_detail, o.node_detail
         return StitchResult(o.top_ids, o.top_scores, o.cq, cd[0], cd[1], cd[2], cd[3], o.node_ids,
@@ -317,6 +315,16 @@ class StitchEngine:
         q = self.chunk_vec[0] if g.n_chunks else np.zeros(self.dim, self.node_vec.dtype)
         self.query(q, np.arange(min(g.n_nodes, 4)), np.arange(min(g.n_chunks, 4)), options)
         self.query(q, np.arange(min(g.n_nodes, 4)), np.arange(min(g.n_chunks, 4)), options, detail=True)
+
+
+def _keep(lock, cache: dict, key, value):
+    """``cache[key] = value``, the oldest entry dropped past ``_CACHE_MAX`` (a service that
+    sees many distinct options keeps a bounded set of derived arrays)."""
+    with lock:
+        while len(cache) >= _CACHE_MAX:
+            cache.pop(next(iter(cache)))
+        cache[key] = value
+    return value
 
 
 def plain_arrays(graph: Hypergraph) -> Hypergraph:
