@@ -228,7 +228,7 @@ def _fit_within(parts, c: float, weighting: str, prior: Prior | None, loss: str,
     else:
         P = pairs(None)
         w = solve(lambda x: pairwise(x, *P), w)
-        for _ in range(3 if top else 0):
+        if top:  # hard negatives chosen once, by the all-pairs fit
             P = pairs(w)
             w = solve(lambda x: pairwise(x, *P), w)
     ws = w / sd
