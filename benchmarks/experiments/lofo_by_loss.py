@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     p.add_argument("--grid", required=True, help="a quality_grid.py result (.json)")
     p.add_argument("--features-cache", required=True)
     p.add_argument("--data-dir", default=None)
+    p.add_argument("--per-setting", action="store_true", help="also every row's held-out R@5")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     g = json.loads(Path(a.grid).read_text())
@@ -92,6 +93,16 @@ def main(argv=None) -> int:
                                      "gap_recall@5": round(r_o[5] - r_r[5], 4)}
             print(name, held, r_r[5], r_o[5], file=sys.stderr, flush=True)
         out["subsets"][name] = row
+    if a.per_setting:  # every row: R@5 on each family, ranker trained on the other two / on all three
+        out["per_setting"] = []
+        for s, o in settings:
+            cs, ps, fk = qg.ranker_for(s, 0.01, None)
+            held = {}
+            for f in fams:
+                parts = [feats.get(o, x) for x in fams if x != f]
+                w = fit(parts, c=cs, prior=qg.with_names(ps, o), **fk)
+                held[f] = qg.offline(feats.get(o, f), benches[f].golds, w)["recall"][5]
+            out["per_setting"].append({"setting": s, "held_out_recall@5": held})
     Path(a.out + ".json").write_text(json.dumps(out, indent=1) + "\n")
     L = [f"# Leave-one-family-out by ranker loss ({g['embedder']})", "", f"Command: `{out['command']}`  ",
          f"Grid: `{g['command']}`", "", "R@5 on the held-out family: chosen on the other two / own best (gap).",
