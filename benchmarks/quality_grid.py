@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality_search import (FAMILIES, KS, Bench, _r, apply, code_hash, family_parser,  # noqa: E402
                             plain, write_result)
 from selection_rule import RULE, pick_by_worst  # noqa: E402
-from train_ranker import Prior, collect, fit  # noqa: E402
+from train_ranker import Prior, collect, fit, parse_fit  # noqa: E402
 
 from hyperrag_fast.config import TUNED, QueryOptions, preset_for  # noqa: E402
 from hyperrag_fast.embed.registry import make_embedder  # noqa: E402
@@ -188,13 +188,14 @@ def with_names(prior: Prior | None, o: QueryOptions) -> Prior | None:
         FEATURES + tuple(o.hybrid.rank_links), len(o.hybrid.rank_links), o.hybrid.rank_split))
 
 
-def ranker_for(s: dict, c: float, prior: Prior | None) -> tuple[float, Prior | None]:
+def ranker_for(s: dict, c: float, prior: Prior | None) -> tuple[float, Prior | None, dict]:
     """The ranker fit of grid point ``s``: its ``"ranker"`` axis value ("C" or "C|PRIOR",
-    ``--ranker``) when it has one, else ``c`` and ``prior``."""
+    ``--ranker``; PRIOR may add ``loss=listwise|pairwise`` and ``top=K``, train_ranker.parse_fit)
+    when it has one, else ``c`` and ``prior`` (pointwise): (C, prior, fit keywords)."""
     if "ranker" not in s:
-        return c, prior
+        return c, prior, {}
     cs, _, ps = s["ranker"].partition("|")
-    return float(cs), Prior.parse(ps) if ps else None
+    return (float(cs), *parse_fit(ps)) if ps else (float(cs), None, {})
 
 
 def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_gain: float,
@@ -204,8 +205,8 @@ def choose(F: tuple[str, ...], settings, feats: Features, benches, dense, min_ga
     overridden by a grid point's ``"ranker"``)."""
     table = []
     for s, o in settings:
-        cs, ps = ranker_for(s, c, prior)
-        w = fit([feats.get(o, f) for f in F], c=cs, prior=with_names(ps, o))
+        cs, ps, fk = ranker_for(s, c, prior)
+        w = fit([feats.get(o, f) for f in F], c=cs, prior=with_names(ps, o), **fk)
         sc = {f: offline(feats.get(o, f), benches[f].golds, w) for f in F}
         lifts = [sc[f]["objective"] - dense[f]["objective"] for f in F]
         table.append({"setting": s, "weights": list(w), "scores": sc,
@@ -233,7 +234,8 @@ def main(argv=None) -> int:
     p.add_argument("--c", type=float, default=1.0, help="the ranker's inverse L2 strength")
     p.add_argument("--prior", default=None, help="train_ranker.Prior spec, e.g. 'signed=all;center=1'")
     p.add_argument("--ranker", action="append", default=[],
-                   help="C or C|PRIOR: an axis of ranker fits (L2 strength, train_ranker.Prior) "
+                   help="C or C|PRIOR: an axis of ranker fits (L2 strength, train_ranker.Prior; "
+                        "PRIOR may hold loss=pointwise|listwise|pairwise and top=K) "
                         "crossed with the grid, chosen by the same rule")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--out", required=True, help="output stem (.json and .md)")
@@ -278,8 +280,8 @@ def main(argv=None) -> int:
         o = changed(chosen if "rank_weights" in ch else up, ch)
         if "rank_weights" not in ch:
             parts = [feats.get(replace(o, hybrid=replace(o.hybrid, mmr=0.0)), f) for f in fams]
-            cs, ps = ranker_for(settings[ci][0], a.c, prior)
-            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit(parts, c=cs, prior=with_names(ps, o))))
+            cs, ps, fk = ranker_for(settings[ci][0], a.c, prior)
+            o = replace(o, hybrid=replace(o.hybrid, rank_weights=fit(parts, c=cs, prior=with_names(ps, o), **fk)))
         if plain(o) == plain(chosen):
             continue  # already the selected setting
         row = {"label": label, **{f: path(o, f) for f in fams}}
