@@ -197,6 +197,10 @@ class CodaOptions:
     #: of that no chosen chunk holds both of (coda/select.py ``_pairs``; docs/architecture.md
     #: §7; 0.3 since session 19, the grid's pick as ``fact_weight``)
     cover_pairs: float = 0.3
+    #: "top": ``lexical_weight`` x BM25 / the best BM25 for the best ``max(dense_pool,
+    #: top_k)`` BM25 chunks only (the rest of the candidates gain 0); "all": for every
+    #: candidate (coda/select.py ``add_lexical``; docs/architecture.md §7; session 21)
+    lexical_scope: str = "top"
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -204,6 +208,8 @@ class CodaOptions:
         if self.elim_calibration not in CODA_CALIBRATIONS:
             raise ValueError(f"elim_calibration must be one of {CODA_CALIBRATIONS}, "
                              f"got {self.elim_calibration!r}")
+        if self.lexical_scope not in ("top", "all"):
+            raise ValueError(f"lexical_scope must be 'top' or 'all', got {self.lexical_scope!r}")
         if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
             raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,

@@ -66,7 +66,9 @@ def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
 BASE_OFF = {"semantic": False, "contextual": False, "functional": False, "elimination": False}
 
 
-def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool = False):
+def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool = False,
+                 **on):
+    """``on``: options a variant row turns on (named options, off in ``coda``)."""
     def method(state: QueryState, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
         b = state.coda
         if b is None:
@@ -81,6 +83,7 @@ def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool =
             # a switch turns a pathway (bool) or a weight (float: cover_weight) off
             opts = base if switch is None else replace(
                 base, **{switch: type(getattr(base, switch))(0)})
+            opts = replace(opts, **on) if on else opts
         ret = b.raw_retriever() if raw else b.retriever
         t0 = time.perf_counter()
         r = ret.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
@@ -89,7 +92,8 @@ def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool =
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"CODA (CodaRAG §3.3-3.4){' with the published alignment and elimination' if paper else ''}"
                       f"{'' if switch is None else f' without the {switch} step'}"
-                      f"{': entry finding only on the unmerged raw KG (Table 2 Base)' if raw else ''}.")
+                      f"{': entry finding only on the unmerged raw KG (Table 2 Base)' if raw else ''}"
+                      f"{''.join(f', {k}={v!r}' for k, v in on.items())}.")
     return method
 
 
@@ -109,6 +113,7 @@ METHODS = {f.__name__: f for f in (
     _coda_method("coda_paper_no_contextual", "contextual", True),
     _coda_method("coda_paper_no_functional", "functional", True),
     _coda_method("coda_paper_no_elimination", "elimination", True),
+    _coda_method("coda_lexical_all", None, lexical_scope="all"),
     _coda_method("coda_base", None, raw=True), _coda_method("coda_paper_base", None, True, True),
     stitch_consolidated)}
 
