@@ -112,8 +112,9 @@ class CodaRetriever:
                  keywords: KeywordExtractor | None = None,
                  eliminator: InterferenceFilter | None = None,
                  chunk_vec: np.ndarray | None = None, sent_vec: np.ndarray | None = None,
-                 sent_chunk: np.ndarray | None = None) -> None:
+                 sent_chunk: np.ndarray | None = None, chunk_text=None) -> None:
         self.g = graph
+        self.chunk_text = chunk_text  # chunk id -> passage: window_weight (coda/windows.py)
         self.sent_vec, self.sent_chunk = sent_vec, sent_chunk
         self.embedder = embedder
         self.keywords = keywords
@@ -309,6 +310,9 @@ class CodaRetriever:
                                               if cs is None else cs[ids].astype(np.float64))
         if o.lexical_weight > 0 and bm25 is not None:  # coda/select.py add_lexical
             ids, score = add_lexical(bm25, text, ids, score, n0, top_k, o, self.chunk_vec, q)
+        if o.window_weight > 0 and bm25 is not None and self.chunk_text is not None:
+            from .windows import window_scores  # only a query with the option reads texts
+            score = score + o.window_weight * window_scores(self, bm25, text, ids)
         cover = o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None
         post, n_docs = (bm25.postings(text), bm25.n_docs) if cover else (None, 0)
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:

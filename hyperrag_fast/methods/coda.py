@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import CODA_PAPER, CodaOptions, QueryOptions
+from ..settings import CODA_WINDOW_ROW
 from .base import MethodOutput, QueryState, missing
 from .stitch import run_stitch
 
@@ -48,8 +49,16 @@ class CodaBinding:
             from ..coda.retrieve import CodaRetriever
             r = self.retriever
             self._raw = CodaRetriever(self.system.base_graph, r.embedder, r.keywords,
-                                      r.eliminator, r.chunk_vec, r.sent_vec, r.sent_chunk)
+                                      r.eliminator, r.chunk_vec, r.sent_vec, r.sent_chunk,
+                                      r.chunk_text)
         return self._raw
+
+
+def _passage(index, c: int) -> str:
+    """Chunk ``c``'s embedded text (as chunking.chunk_passage: the read side does not import
+    the write side); only a query with ``window_weight`` reads texts."""
+    ch = index.chunks[int(c)]
+    return f"{ch.title}\n{ch.text}" if ch.title else ch.text
 
 
 def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
@@ -57,7 +66,8 @@ def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     from ..coda.retrieve import CodaRetriever  # only an index with a CODA system loads it
     s = setup or CodaSetup()
     r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
-                      index.chunk_vec, index.edge_vec, index.graph.edge_chunk)
+                      index.chunk_vec, index.edge_vec, index.graph.edge_chunk,
+                      lambda c: _passage(index, c))  # window_weight only
     return CodaBinding(r, s.options, system)
 
 
@@ -114,6 +124,7 @@ METHODS = {f.__name__: f for f in (
     _coda_method("coda_paper_no_functional", "functional", True),
     _coda_method("coda_paper_no_elimination", "elimination", True),
     _coda_method("coda_lexical_all", None, lexical_scope="all"),
+    _coda_method("coda_window", None, window_weight=CODA_WINDOW_ROW),
     _coda_method("coda_base", None, raw=True), _coda_method("coda_paper_base", None, True, True),
     stitch_consolidated)}
 
