@@ -219,8 +219,8 @@ class CodaOptions:
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,
                self.fact_weight, self.diversity, self.cover_weight,
                self.cover_pairs, self.window_weight) < 0 or self.dense_pool < 0:
-            raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, "
-                             "diversity, cover_weight, cover_pairs, window_weight and dense_pool must be >= 0")
+            raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, diversity, "
+                             "cover_weight, cover_pairs, window_weight and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
