@@ -326,8 +326,8 @@ DEFAULT_METHOD = "stitch"
 #: the names ``hyperrag_fast.methods.METHODS`` registers (tests/test_layout.py checks), so the
 #: CLI's parser offers them without importing the query kernels
 METHOD_NAMES = (
-    "binary_ppr", "binary_prior", "bm25", "coda", "coda_base", "coda_no_contextual",
-    "coda_no_cover", "coda_no_elimination", "coda_no_functional", "coda_no_semantic",
+    "binary_ppr", "binary_prior", "bm25", "coda", "coda_base", "coda_lexical_all", "coda_window",
+    "coda_no_contextual", "coda_no_cover", "coda_no_elimination", "coda_no_functional", "coda_no_semantic",
     "coda_paper", "coda_paper_base", "coda_paper_no_contextual", "coda_paper_no_elimination",
     "coda_paper_no_functional", "coda_paper_no_semantic", "decay_exp", "decay_sigmoid", "decay_tanh",
     "dense", "merge_full", "merge_none", "merge_semi", "no_ppr", "no_spatial", "no_stibp",

@@ -197,6 +197,14 @@ class CodaOptions:
     #: of that no chosen chunk holds both of (coda/select.py ``_pairs``; docs/architecture.md
     #: §7; 0.3 since session 19, the grid's pick as ``fact_weight``)
     cover_pairs: float = 0.3
+    #: "top": ``lexical_weight`` x BM25 / the best BM25 for the best ``max(dense_pool,
+    #: top_k)`` BM25 chunks only (the rest of the candidates gain 0); "all": for every
+    #: candidate (coda/select.py ``add_lexical``; docs/architecture.md §7; session 21)
+    lexical_scope: str = "top"
+    #: a chunk's selection value gains ``window_weight`` x the idf share of the question's
+    #: BM25 terms its best 3-sentence window holds (coda/windows.py; docs/architecture.md
+    #: §7; session 21; 0 = off)
+    window_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.align not in CODA_ALIGNS:
@@ -204,13 +212,15 @@ class CodaOptions:
         if self.elim_calibration not in CODA_CALIBRATIONS:
             raise ValueError(f"elim_calibration must be one of {CODA_CALIBRATIONS}, "
                              f"got {self.elim_calibration!r}")
+        if self.lexical_scope not in ("top", "all"):
+            raise ValueError(f"lexical_scope must be 'top' or 'all', got {self.lexical_scope!r}")
         if self.align_items not in ("all", "relations") or self.align_pool not in ("sum", "max"):
             raise ValueError("align_items must be 'all' or 'relations', align_pool 'sum' or 'max'")
         if min(self.dense_weight, self.lexical_weight, self.graph_weight,
                self.fact_weight, self.diversity, self.cover_weight,
-               self.cover_pairs) < 0 or self.dense_pool < 0:
-            raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, "
-                             "diversity, cover_weight, cover_pairs and dense_pool must be >= 0")
+               self.cover_pairs, self.window_weight) < 0 or self.dense_pool < 0:
+            raise ValueError("dense_weight, lexical_weight, graph_weight, fact_weight, diversity, "
+                             "cover_weight, cover_pairs, window_weight and dense_pool must be >= 0")
         for name in ("k_entry", "k_entry_relations", "k_context", "k_functional"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -241,6 +251,8 @@ CODA_PAPER = CodaOptions(align="count", elim_calibration="raw", ppr_solver="powe
 #: the published query mechanics with this library's alignment and elimination: the
 #: full scans and the power PPR of ``coda`` before the fast path (docs/architecture.md §7)
 CODA_EXACT = CodaOptions(ppr_solver="power", sims="full", functional_scope="all")
+#: ``window_weight`` of the method row ``coda_window`` (``coda`` with it on; session 21)
+CODA_WINDOW_ROW = 0.3
 
 
 @dataclass(frozen=True)

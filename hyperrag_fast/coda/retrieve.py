@@ -63,8 +63,8 @@ from ..ppr import LocalPush
 from ..kernels.coda_query import max_chunks_marked, top_k_untied
 from ..kernels.dense import icode_topk
 from .fast import (Facts, QuerySims, Rows, chunk_sims, codes, first_paths, gather_sims,
-                   graph_sims, not_in_sorted, positions_in, prior_at)
-from .select import select, select_lazy_facts
+                   graph_sims, not_in_sorted, prior_at)
+from .select import add_lexical, select, select_lazy_facts
 from ..config import CODA_PAPER, CodaOptions  # noqa: F401  (configuration; re-exported)
 
 PAPER = CODA_PAPER  # the published mechanisms (config.CODA_PAPER)
@@ -112,8 +112,9 @@ class CodaRetriever:
                  keywords: KeywordExtractor | None = None,
                  eliminator: InterferenceFilter | None = None,
                  chunk_vec: np.ndarray | None = None, sent_vec: np.ndarray | None = None,
-                 sent_chunk: np.ndarray | None = None) -> None:
+                 sent_chunk: np.ndarray | None = None, chunk_text=None) -> None:
         self.g = graph
+        self.chunk_text = chunk_text  # chunk id -> passage: window_weight (coda/windows.py)
         self.sent_vec, self.sent_chunk = sent_vec, sent_chunk
         self.embedder = embedder
         self.keywords = keywords
@@ -307,19 +308,11 @@ class CodaRetriever:
             # lazy: the candidates' dots only (the same float32 dots as the full scan's)
             score = score + o.dense_weight * (gather_sims(self._chunk_codes()[3], ids, q)
                                               if cs is None else cs[ids].astype(np.float64))
-        if o.lexical_weight > 0 and bm25 is not None:
-            lid, ls = bm25.top_k(text, max(o.dense_pool, top_k))
-            if len(lid):
-                ls = np.asarray(ls, np.float64) / max(float(np.max(ls)), 1e-12)
-                lid = np.asarray(lid, np.int64)
-                at = positions_in(lid, ids, n0)  # lid's positions in ids (-1: absent)
-                extra = lid[at < 0]
-                at[at < 0] = ids.size + np.arange(extra.size)
-                ids = np.concatenate([ids, extra])
-                score = np.concatenate([score, o.dense_weight * (self.chunk_vec[extra] @ q)
-                                        if self.chunk_vec is not None and extra.size
-                                        else np.zeros(extra.size)])
-                score[at] += o.lexical_weight * ls
+        if o.lexical_weight > 0 and bm25 is not None:  # coda/select.py add_lexical
+            ids, score = add_lexical(bm25, text, ids, score, n0, top_k, o, self.chunk_vec, q)
+        if o.window_weight > 0 and bm25 is not None and self.chunk_text is not None:
+            from .windows import window_scores  # only a query with the option reads texts
+            score = score + o.window_weight * window_scores(self, bm25, text, ids)
         cover = o.cover_weight > 0 and bm25 is not None and self.chunk_vec is not None
         post, n_docs = (bm25.postings(text), bm25.n_docs) if cover else (None, 0)
         if o.fact_weight > 0 and self.sent_vec is not None and ids.size:

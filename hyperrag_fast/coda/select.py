@@ -6,6 +6,32 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.coda_select import cover_greedy
+from .fast import positions_in
+
+
+def add_lexical(bm25, text, ids, score, n0, top_k, o, chunk_vec, q):
+    """``lexical_weight`` (coda/retrieve.py module docstring): the best
+    ``max(dense_pool, top_k)`` BM25 chunks join the candidates ``ids`` (``ids[:n0]``
+    ascending; a new one scored ``dense_weight`` x its cosine) and gain ``lexical_weight``
+    x BM25 / the best BM25. ``lexical_scope="all"`` (docs/architecture.md §7): every
+    candidate gains it, not only those best chunks (one BM25 pass over the question's
+    postings). Returns (ids, score)."""
+    lid, ls = bm25.top_k(text, max(o.dense_pool, top_k))
+    if not len(lid):
+        return ids, score
+    top = max(float(np.max(ls)), 1e-12)
+    ls = np.asarray(ls, np.float64) / top
+    lid = np.asarray(lid, np.int64)
+    at = positions_in(lid, ids, n0)  # lid's positions in ids (-1: absent)
+    extra = lid[at < 0]
+    at[at < 0] = ids.size + np.arange(extra.size)
+    ids = np.concatenate([ids, extra])
+    score = np.concatenate([score, o.dense_weight * (chunk_vec[extra] @ q)
+                            if chunk_vec is not None and extra.size else np.zeros(extra.size)])
+    if o.lexical_scope == "all":
+        return ids, score + o.lexical_weight * (bm25.scores(text)[ids] / top)
+    score[at] += o.lexical_weight * ls
+    return ids, score
 
 
 def _dedup(chunk_vec, ids, order, top_k, limit) -> np.ndarray:

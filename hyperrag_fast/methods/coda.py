@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import CODA_PAPER, CodaOptions, QueryOptions
+from ..settings import CODA_WINDOW_ROW
 from .base import MethodOutput, QueryState, missing
 from .stitch import run_stitch
 
@@ -48,8 +49,16 @@ class CodaBinding:
             from ..coda.retrieve import CodaRetriever
             r = self.retriever
             self._raw = CodaRetriever(self.system.base_graph, r.embedder, r.keywords,
-                                      r.eliminator, r.chunk_vec, r.sent_vec, r.sent_chunk)
+                                      r.eliminator, r.chunk_vec, r.sent_vec, r.sent_chunk,
+                                      r.chunk_text)
         return self._raw
+
+
+def _passage(index, c: int) -> str:
+    """Chunk ``c``'s embedded text (as chunking.chunk_passage: the read side does not import
+    the write side); only a query with ``window_weight`` reads texts."""
+    ch = index.chunks[int(c)]
+    return f"{ch.title}\n{ch.text}" if ch.title else ch.text
 
 
 def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
@@ -57,7 +66,8 @@ def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     from ..coda.retrieve import CodaRetriever  # only an index with a CODA system loads it
     s = setup or CodaSetup()
     r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
-                      index.chunk_vec, index.edge_vec, index.graph.edge_chunk)
+                      index.chunk_vec, index.edge_vec, index.graph.edge_chunk,
+                      lambda c: _passage(index, c))  # window_weight only
     return CodaBinding(r, s.options, system)
 
 
@@ -66,7 +76,9 @@ def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
 BASE_OFF = {"semantic": False, "contextual": False, "functional": False, "elimination": False}
 
 
-def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool = False):
+def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool = False,
+                 **on):
+    """``on``: options a variant row turns on (named options, off in ``coda``)."""
     def method(state: QueryState, q: np.ndarray, text: str, o: QueryOptions, detail: bool) -> MethodOutput:
         b = state.coda
         if b is None:
@@ -81,6 +93,7 @@ def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool =
             # a switch turns a pathway (bool) or a weight (float: cover_weight) off
             opts = base if switch is None else replace(
                 base, **{switch: type(getattr(base, switch))(0)})
+            opts = replace(opts, **on) if on else opts
         ret = b.raw_retriever() if raw else b.retriever
         t0 = time.perf_counter()
         r = ret.retrieve(q, text, o.stitch.top_k, opts, detail, state.bm25)
@@ -89,7 +102,8 @@ def _coda_method(name: str, switch: str | None, paper: bool = False, raw: bool =
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"CODA (CodaRAG §3.3-3.4){' with the published alignment and elimination' if paper else ''}"
                       f"{'' if switch is None else f' without the {switch} step'}"
-                      f"{': entry finding only on the unmerged raw KG (Table 2 Base)' if raw else ''}.")
+                      f"{': entry finding only on the unmerged raw KG (Table 2 Base)' if raw else ''}"
+                      f"{''.join(f', {k}={v!r}' for k, v in on.items())}.")
     return method
 
 
@@ -109,6 +123,8 @@ METHODS = {f.__name__: f for f in (
     _coda_method("coda_paper_no_contextual", "contextual", True),
     _coda_method("coda_paper_no_functional", "functional", True),
     _coda_method("coda_paper_no_elimination", "elimination", True),
+    _coda_method("coda_lexical_all", None, lexical_scope="all"),
+    _coda_method("coda_window", None, window_weight=CODA_WINDOW_ROW),
     _coda_method("coda_base", None, raw=True), _coda_method("coda_paper_base", None, True, True),
     stitch_consolidated)}
 
