@@ -84,8 +84,9 @@ def table(res: dict, title: str, by_gold: bool = False, types: tuple[str, ...] =
         n = next((m["by_type"][t]["n"] for m in ms.values() if t in m.get("by_type", {})), 0)
         head += f" {t} (n={n}): R@2/5/8 |"
         sep += "---|"
-    out = [f"### {title}", "", f"Command: `{next(iter(ms.values()))['run']['command']}`  ",
-           f"Commit {res.get('git_commit', '?')[:10]}, {res['n_questions']} questions, "
+    run = (ms.get("stitch") or next(iter(ms.values())))["run"]  # command and commit of one row
+    out = [f"### {title}", "", f"Command (of the `stitch` row; every row's own is in the file): `{run['command']}`  ",
+           f"Commit {run.get('git_commit', '?')[:10]}, {res['n_questions']} questions, "
            f"extractor `{res['extractor']}`, embedder `{res['embedder']}`.{preset_note(res)}", "",
            head, sep]
     for name in [n for n in ORDER if n in ms] + [n for n in ms if n not in ORDER]:
