@@ -54,7 +54,9 @@ def test_add_lexical_matches_twin(docs, q, pool, n_cand, scope, seed):
     got_ids, got = add_lexical(bm25, text, ids, score.copy(), ids.size, 2, o, vec, qv)
     want_ids, want = _twin(texts, text, ids.tolist(), score.tolist(), max(pool, 2), o, vec, qv)
     assert got_ids.tolist() == want_ids
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    # a new candidate's cosine: float32 dot products of unit 32-d vectors summed in another
+    # order by the twin (one row vs a matrix product) differ by up to 32 x 2**-24 ~ 2e-6
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=2e-6)
 
 
 def test_lexical_scope_validated():
@@ -63,30 +65,36 @@ def test_lexical_scope_validated():
     assert CodaOptions().lexical_scope == "top"  # off by default (docs/architecture.md §7)
 
 
-def test_coda_lexical_all_row_is_coda_with_the_option():
-    """The method row runs ``coda``'s options with ``lexical_scope="all"``, whatever the
-    setup says; ``coda`` itself follows the setup."""
+def _ranker(texts, q: str, k: int):
+    """``top(options, method)``: the ordered (chunk, score) top ``k`` of ``q`` on a small
+    CODA index over ``texts`` ((title, text) pairs), the setup's options ``options``."""
     from hyperrag_fast.coda.system import build_coda
     from hyperrag_fast.extract.offline import RegexExtractor
     from hyperrag_fast.index import HyperIndex
     from hyperrag_fast.methods import CodaSetup
     from hyperrag_fast.prebuilt import build_prebuilt
     from hyperrag_fast.retriever import QueryOptions, Retriever
-    docs = [{"doc_id": str(i), "title": t, "text": x} for i, (t, x) in enumerate([
+    docs = [{"doc_id": str(i), "title": t, "text": x} for i, (t, x) in enumerate(texts)]
+    index = HyperIndex.build(docs, RegexExtractor(), EMB, progress=False)
+    pre = build_prebuilt(index, ["coda"], coda=build_coda(index, gate=0.3))
+
+    def top(o, m):
+        r = Retriever(index, EMB, prebuilt=pre, coda=CodaSetup(o))
+        res = r.retrieve(q, QueryOptions(method=m).with_top_k(k))
+        return [(c.chunk_id, round(c.score, 9)) for c in res.chunks]
+    return top
+
+
+def test_coda_lexical_all_row_is_coda_with_the_option():
+    """The method row runs ``coda``'s options with ``lexical_scope="all"``, whatever the
+    setup says; ``coda`` itself follows the setup."""
+    top = _ranker([
         ("Google", "Google was founded by Larry Page. Google Inc. is based in Mountain View."),
         ("Larry Page", "Larry Page was born in East Lansing. Larry Page studied at Stanford."),
         ("Stanford", "Stanford University is in California near Palo Alto."),
         ("Apple", "Apple was founded by Steve Jobs in Cupertino, California."),
         ("Cupertino", "Cupertino is a city in Santa Clara County, California."),
-        ("Jobs", "Steve Jobs was born in San Francisco.")])]
-    index = HyperIndex.build(docs, RegexExtractor(), EMB, progress=False)
-    pre = build_prebuilt(index, ["coda"], coda=build_coda(index, gate=0.3))
-    q = "Who founded Google and where was he born?"
-
-    def top(o, m):
-        r = Retriever(index, EMB, prebuilt=pre, coda=CodaSetup(o))
-        res = r.retrieve(q, QueryOptions(method=m).with_top_k(2))
-        return [(c.chunk_id, round(c.score, 9)) for c in res.chunks]
+        ("Jobs", "Steve Jobs was born in San Francisco.")], "Who founded Google and where was he born?", 2)
     small = CodaOptions(dense_pool=1)  # BM25's best 2 of 6 chunks: "top" scores only those
     on = top(CodaOptions(dense_pool=1, lexical_scope="all"), "coda")
     assert top(small, "coda_lexical_all") == on
@@ -136,26 +144,13 @@ def test_window_scores_match_twin(docs, q, width):
 
 
 def test_coda_window_row_is_coda_with_the_option():
-    from hyperrag_fast.coda.system import build_coda
-    from hyperrag_fast.extract.offline import RegexExtractor
-    from hyperrag_fast.index import HyperIndex
-    from hyperrag_fast.methods import CodaSetup
-    from hyperrag_fast.prebuilt import build_prebuilt
-    from hyperrag_fast.retriever import QueryOptions, Retriever
     from hyperrag_fast.settings import CODA_WINDOW_ROW
-    docs = [{"doc_id": str(i), "title": f"T{i}", "text": x} for i, x in enumerate([
+    top = _ranker([(f"T{i}", x) for i, x in enumerate([
         "Larry Page founded Google. Many years passed. Weather was mild. Rivers ran. "
         "Mountain View hosts it.",
         "Google and Mountain View appear together here in one sentence about Larry Page.",
-        "Stanford University is in California.", "Apple was founded by Steve Jobs."])]
-    index = HyperIndex.build(docs, RegexExtractor(), EMB, progress=False)
-    pre = build_prebuilt(index, ["coda"], coda=build_coda(index, gate=0.3))
-    q = "How is Larry Page linked to Google in Mountain View?"
-
-    def top(o, m):
-        r = Retriever(index, EMB, prebuilt=pre, coda=CodaSetup(o))
-        res = r.retrieve(q, QueryOptions(method=m).with_top_k(3))
-        return [(c.chunk_id, round(c.score, 9)) for c in res.chunks]
+        "Stanford University is in California.", "Apple was founded by Steve Jobs."])],
+        "How is Larry Page linked to Google in Mountain View?", 3)
     on = top(CodaOptions(window_weight=CODA_WINDOW_ROW), "coda")
     assert top(CodaOptions(), "coda_window") == on
     assert top(CodaOptions(), "coda") != on  # the option moves this query's scores
