@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .llm.client import ChatClient, ChatResult
+from .records import chunk_passage
 from .retriever import QueryOptions, RetrievalResult, RetrievedChunk, Retriever
 
 #: bump when the prompts change: answer caches are keyed by it.
@@ -95,7 +96,7 @@ def select_context(chunks: Sequence[RetrievedChunk],
     out: list[tuple[RetrievedChunk, str]] = []
     left = max_context_chars
     for c in chunks:
-        body = f"{c.title}\n{c.text}" if c.title else c.text  # as chunk_passage
+        body = chunk_passage(c)
         if len(body) > left:
             if left >= MIN_PASSAGE_CHARS:
                 out.append((c, body[:left].rstrip() + " ..."))

@@ -22,7 +22,7 @@ from .config import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .intake import (TEXT_SUFFIXES, IntakeError, binary_reason, check_encoding,
                      check_metadata, check_name, check_unicode, decode, escape_offset,
                      read_bytes, scan_folder)
-from .records import Chunk
+from .records import Chunk, chunk_passage  # noqa: F401  (chunk_passage: re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -299,11 +299,6 @@ def chunk_id(doc_id: str, start: int, end: int, text: str) -> str:
     """Stable chunk id: sha1 of ``(doc_id, start, end, text)``, first 16 hex digits."""
     payload = json.dumps([doc_id, start, end, text], ensure_ascii=False)
     return hashlib.sha1(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def chunk_passage(chunk: Chunk) -> str:
-    """The text embedded for a chunk: ``title + "\\n" + text`` when it has a title."""
-    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
 
 
 def chunk_documents(

@@ -372,12 +372,19 @@ class BM25:
         tot = residual_terms(ptr, idx, terms, w, np.append(np.asarray(cq, np.int64), t0), 1, out)
         return out / tot if tot > 0 else out
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document (float64, length n_docs)."""
+    def scores(self, query: str, ids: np.ndarray | None = None) -> np.ndarray:
+        """BM25 score (float64) of every document, or of the documents ``ids`` only (no
+        corpus-sized array; the same sums, added in the same term order)."""
         ptr, idx, data = self._csc
-        out = np.zeros(self.n_docs)
+        out = np.zeros(self.n_docs if ids is None else len(ids))
         for t in self.terms(query):
-            np.add.at(out, idx[ptr[t]:ptr[t + 1]], data[ptr[t]:ptr[t + 1]])
+            col, d = idx[ptr[t]:ptr[t + 1]], data[ptr[t]:ptr[t + 1]]
+            if ids is None:
+                np.add.at(out, col, d)
+            elif col.size:  # a posting list is ascending: each id's position in it, if there
+                at = np.minimum(np.searchsorted(col, ids), col.size - 1)
+                hit = col[at] == ids
+                out[hit] += d[at[hit]]
         return out
 
     def top_k(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:

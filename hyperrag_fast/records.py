@@ -51,3 +51,8 @@ class Extraction:
     segments: tuple[Segment, ...]
     error: str | None = None
     ner: tuple[tuple[str, str], ...] | None = None
+
+
+def chunk_passage(chunk: Chunk) -> str:
+    """The text embedded for a chunk: ``title + "\\n" + text`` when it has a title."""
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text

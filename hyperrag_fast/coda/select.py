@@ -29,7 +29,7 @@ def add_lexical(bm25, text, ids, score, n0, top_k, o, chunk_vec, q):
     score = np.concatenate([score, o.dense_weight * (chunk_vec[extra] @ q)
                             if chunk_vec is not None and extra.size else np.zeros(extra.size)])
     if o.lexical_scope == "all":
-        return ids, score + o.lexical_weight * (bm25.scores(text)[ids] / top)
+        return ids, score + o.lexical_weight * (bm25.scores(text, ids) / top)
     score[at] += o.lexical_weight * ls
     return ids, score
 

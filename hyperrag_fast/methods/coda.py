@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import CODA_PAPER, CodaOptions, QueryOptions
+from ..records import chunk_passage
 from ..settings import CODA_WINDOW_ROW
 from .base import MethodOutput, QueryState, missing
 from .stitch import run_stitch
@@ -54,20 +55,13 @@ class CodaBinding:
         return self._raw
 
 
-def _passage(index, c: int) -> str:
-    """Chunk ``c``'s embedded text (as chunking.chunk_passage: the read side does not import
-    the write side); only a query with ``window_weight`` reads texts."""
-    ch = index.chunks[int(c)]
-    return f"{ch.title}\n{ch.text}" if ch.title else ch.text
-
-
 def bind(index, system, setup: CodaSetup | None, embedder=None) -> CodaBinding:
     """A CODA retriever over a loaded system (no building: the graph is the system's)."""
     from ..coda.retrieve import CodaRetriever  # only an index with a CODA system loads it
     s = setup or CodaSetup()
     r = CodaRetriever(system.graph, embedder or index.embedder, s.keywords, s.eliminator,
                       index.chunk_vec, index.edge_vec, index.graph.edge_chunk,
-                      lambda c: _passage(index, c))  # window_weight only
+                      lambda c: chunk_passage(index.chunks[int(c)]))  # window_weight only
     return CodaBinding(r, s.options, system)
 
 
